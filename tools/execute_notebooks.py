@@ -6,13 +6,39 @@ reset to the standard ``python3`` one so any Jupyter opens the files without a p
 """
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 STANDARD_KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def machine_prefixes() -> list[str]:
+    """Folders that tracebacks name on this machine only, longest first (IPython writes ~ for $HOME)."""
+    folders = {sysconfig.get_path(key) for key in ("purelib", "platlib", "stdlib")} | {str(REPO_ROOT)}
+    home = os.path.expanduser("~")
+    folders |= {"~" + f[len(home):] for f in folders if f.startswith(home + os.sep)}
+    return sorted((f + os.sep for f in folders), key=len, reverse=True)
+
+
+def strip_machine_paths(notebook: nbformat.NotebookNode) -> None:
+    """Make stored tracebacks name files relative to their package, e.g. ``torch/_tensor.py``."""
+    prefixes = machine_prefixes()
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                output["traceback"] = [_without(prefixes, line) for line in output["traceback"]]
+
+
+def _without(prefixes: list[str], line: str) -> str:
+    for prefix in prefixes:
+        line = line.replace(prefix, "")
+    return line
 
 
 def notebook_paths(targets: list[str]) -> list[Path]:
@@ -33,6 +59,7 @@ def execute(path: Path, kernel_name: str = "graphleaf-cpu") -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
+    strip_machine_paths(notebook)
     notebook.metadata["kernelspec"] = dict(STANDARD_KERNELSPEC)
     notebook.metadata.get("language_info", {}).pop("version", None)
     nbformat.write(notebook, path)

@@ -1,0 +1,28 @@
+"""Where the suite's notebooks are, and how to read them (shared by the notebook tests)."""
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def all_notebooks() -> list[Path]:
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def lessons() -> list[Path]:
+    """The numbered lesson notebooks (not the exercises)."""
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def code_cells(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in notebook.cells if c.cell_type == "code"]
+
+
+def tags(cell: nbformat.NotebookNode) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))

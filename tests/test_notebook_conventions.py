@@ -1,0 +1,94 @@
+"""Static checks on the stored notebooks: the conventions nbval alone cannot enforce."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from notebook_files import ROOT, all_notebooks, code_cells, lessons, read, tags
+
+VOLATILE = [
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "a memory address"),
+    (re.compile(r"(?<![\d.])\d{12,}(?![\d.])"), "an object id"),
+    (re.compile(r"(/root/|/tmp/|/home/|/work/|site-packages)"), "a machine path"),
+]
+IGNORE_MARKERS = {"nbval-ignore-output", "nbval-skip", "nbval-check-output"}
+SKIP_COMMENTS = ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP")
+
+
+def output_texts(output):
+    if "text" in output:
+        yield output["text"]
+    for mime in ("text/plain", "text/html", "text/markdown"):
+        if mime in output.get("data", {}):
+            yield output["data"][mime]
+    if output.get("output_type") == "error":
+        yield output["evalue"]
+        yield "\n".join(output["traceback"])
+
+
+def test_every_notebook_is_collected_by_nbval():
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--collect-only", "-q", "-p", "no:cacheprovider",
+         str(ROOT / "notebooks")],
+        capture_output=True, text=True, cwd=ROOT,
+    ).stdout
+    collected = {line.split("::")[0] for line in listed.splitlines() if "::Cell" in line}
+    expected = {str(p.relative_to(ROOT)) for p in all_notebooks()}
+    assert expected, "no notebooks found"
+    assert collected == expected, f"not collected by nbval: {sorted(expected - collected)}"
+
+
+def test_lessons_are_numbered_in_reading_order():
+    names = [p.name for p in lessons()]
+    assert names[0] == "00_start_here.ipynb"
+    numbers = [int(n[:2]) for n in names]
+    assert numbers == list(range(len(numbers))), names
+    for name in names:
+        assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", name), name
+
+
+@pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
+def test_lesson_has_header_setup_cell_recap_and_links(path):
+    notebook = read(path)
+    setup = code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[0].source
+    assert code_cells(notebook)[0].source == setup, "the first code cell must be the shared setup cell"
+    header = notebook.cells[0].source
+    for needed in ("What you will learn", "Prerequisites", "Verified with"):
+        assert needed in header, f"header lacks '{needed}'"
+    last = notebook.cells[-1].source
+    assert "Recap" in "".join(c.source for c in notebook.cells[-3:] if c.cell_type == "markdown")
+    number = int(path.name[:2])
+    if number + 1 < len(lessons()):
+        assert f"{number + 1:02d}_" in last, "the last cell must link to the next notebook"
+    if number > 0:
+        assert f"{number - 1:02d}_" in "".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_stored_kernel_is_the_standard_python3(path):
+    assert read(path).metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_stored_outputs_are_deterministic(path):
+    for index, cell in enumerate(code_cells(read(path))):
+        for output in cell.get("outputs", []):
+            for text in output_texts(output):
+                for pattern, what in VOLATILE:
+                    match = pattern.search(text)
+                    assert not match, f"code cell {index} stores {what}: {match.group(0)!r}"
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_intentional_errors_are_tagged_stored_and_checked(path):
+    """nbval compares a stored error's type and message, so a raises-exception cell that stops
+    raising (or raises something else) fails the nbval run, unless its output is not checked."""
+    for index, cell in enumerate(code_cells(read(path))):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if "raises-exception" in tags(cell):
+            assert errors, f"code cell {index} is tagged raises-exception but stores no error"
+            assert not tags(cell) & IGNORE_MARKERS, f"code cell {index}: its error would not be checked"
+            assert not cell.source.lstrip().startswith(SKIP_COMMENTS), f"code cell {index}"
+        else:
+            assert not errors, f"code cell {index} stores an error but is not tagged raises-exception"
