@@ -11,8 +11,9 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: lab test test-unit test-notebooks bench notebooks student lock setup graphviz kernels clean
 
 lab: setup
-	$(VENV)/bin/jupyter lab --no-browser $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-		--ServerApp.root_dir=$(CURDIR) notebooks/00_start_here.ipynb
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+		--ServerApp.port_retries=0 --ServerApp.root_dir=$(CURDIR) \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 test: setup
 	$(PY) -m pytest tests
