@@ -1,0 +1,90 @@
+"""``safe_deepcopy``: ``copy.deepcopy`` that detaches non-leaf tensors instead of failing on them.
+
+The original is only read. Each non-leaf tensor's copy is put into ``copy.deepcopy``'s memo
+before the copy starts, so deepcopy itself keeps every alias and never reaches the tensor.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Any, TypeVar
+
+import torch
+
+from graphleaf_edu.diagnose import Findings, _scan
+
+T = TypeVar("T")
+
+GRAPH_LEAVES_ERROR = "Only Tensors created explicitly by the user (graph leaves)"
+_LISTED_PATHS = 20
+
+
+class DetachedTensorsWarning(UserWarning):
+    """``safe_deepcopy`` replaced non-leaf tensors by detached copies; ``paths`` says where."""
+
+    def __init__(self, message: str, paths: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.paths = tuple(paths)
+
+
+def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
+    """A deep copy of ``obj`` in which every non-leaf tensor becomes ``t.detach().clone()``.
+
+    Everything else is exactly what ``copy.deepcopy`` makes (aliases, devices, dtypes,
+    Parameters, buffers, ``training``). ``obj`` is never modified; if the copy fails, the
+    original error propagates. With ``warn=True``, one ``DetachedTensorsWarning`` lists the
+    paths (as in ``find_nonleaf``) of the tensors that were detached.
+    """
+    if not isinstance(warn, bool):
+        raise TypeError(f"safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")
+    try:
+        return copy.deepcopy(obj)  # the common case costs exactly one deepcopy
+    except RuntimeError as error:
+        if GRAPH_LEAVES_ERROR not in str(error):
+            raise
+        findings, leaves_with_nonleaf_grad = _scan(obj)
+        if not findings:
+            raise RuntimeError(
+                "copy.deepcopy met a non-leaf tensor that find_nonleaf cannot reach (hidden behind "
+                "a custom __deepcopy__, __reduce__ or __getstate__): detach it where it is stored"
+            ) from error
+    duplicate = _deepcopy_detached(obj, findings, leaves_with_nonleaf_grad)
+    if warn:
+        warnings.warn(_detached_warning(findings), stacklevel=2)
+    return duplicate
+
+
+def _deepcopy_detached(obj: T, findings: Findings, leaves_with_nonleaf_grad: list[torch.Tensor]) -> T:
+    """``copy.deepcopy(obj)`` after copying the found non-leaf tensors (and the leaves that hold
+    one as ``.grad``) detached into its memo."""
+    memo: dict[int, Any] = {}
+    keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
+    for finding in findings:
+        tensor = finding.tensor
+        memo[id(tensor)] = copy.deepcopy(tensor.detach(), memo)
+        keep_alive.append(tensor)
+    for leaf in leaves_with_nonleaf_grad:
+        memo[id(leaf)] = _copy_leaf(leaf, memo)
+        keep_alive.append(leaf)
+    return copy.deepcopy(obj, memo)
+
+
+def _copy_leaf(leaf: torch.Tensor, memo: dict[int, Any]) -> torch.Tensor:
+    # What Tensor.__deepcopy__ does, except that .grad goes through the memo (where its
+    # detached copy already is) instead of its own __deepcopy__, which would raise.
+    duplicate = copy.deepcopy(leaf.detach(), memo).requires_grad_(leaf.requires_grad)
+    duplicate.grad = copy.deepcopy(leaf.grad, memo)
+    duplicate.__dict__.update(copy.deepcopy(leaf.__dict__, memo))
+    return duplicate
+
+
+def _detached_warning(findings: Findings) -> DetachedTensorsWarning:
+    paths = tuple(finding.path for finding in findings)
+    listed = ", ".join(f"root{path}" for path in paths[:_LISTED_PATHS])
+    if len(paths) > _LISTED_PATHS:
+        listed += f", ... ({len(paths) - _LISTED_PATHS} more in the warning's .paths)"
+    noun = "tensor" if len(paths) == 1 else "tensors"
+    return DetachedTensorsWarning(
+        f"safe_deepcopy detached {len(paths)} non-leaf {noun} (their copies have no grad_fn): {listed}",
+        paths,
+    )
