@@ -1,0 +1,222 @@
+"""A real DataLoader, with real worker processes, over a dataset whose rows may be in the graph.
+
+``run_loader`` reports what really happens for one configuration (start method, workers,
+deep copy in ``__getitem__``, detach at construction, batch size) and can never hang: it always
+passes ``timeout=`` to the DataLoader and shuts its workers down before returning.
+
+What workers print never reaches the caller's stderr (a notebook cell): each worker's
+``worker_init_fn`` points its stderr, Python and C level, at a file of its own, and the outcome
+keeps that text in ``worker_stderr``. This matters for ``batch_size=None``: a worker's queue
+feeder thread prints "Cowardly refusing ..." there and the main process only sees a timeout.
+Errors raised before a worker runs its ``worker_init_fn`` (a dataset class a spawned worker
+cannot import) are printed by the worker itself; the datasets here are importable, so none are.
+
+The dataset classes live here, not in a notebook, because spawn and forkserver workers unpickle
+the dataset and so must be able to import its class.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+ROWS, FEATURES = 8, 4
+ERROR_LINE = re.compile(r"^\w+(Error|Exception): .+$", re.MULTILINE)
+
+
+class TensorRows(Dataset):
+    """Row ``i`` of ``data``; with ``deepcopy_in_getitem`` each row is deep-copied before it is returned."""
+
+    def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):
+        self.data = data
+        self.deepcopy_in_getitem = deepcopy_in_getitem
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        row = self.data[index]
+        return copy.deepcopy(row) if self.deepcopy_in_getitem else row
+
+
+class DetachedTensorRows(TensorRows):
+    """The fix: take the data out of the graph once, at construction (and own its memory)."""
+
+    def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):
+        super().__init__(data.detach().clone(), deepcopy_in_getitem)
+
+
+def make_dataset(*, deepcopy_in_getitem: bool, detach_at_construction: bool) -> TensorRows:
+    """``ROWS`` x ``FEATURES`` rows computed from a leaf (``x * 2``), so they are non-leaf unless detached."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(ROWS, FEATURES, generator=generator, requires_grad=True)
+    dataset_class = DetachedTensorRows if detach_at_construction else TensorRows
+    return dataset_class(x * 2, deepcopy_in_getitem=deepcopy_in_getitem)
+
+
+@dataclass(frozen=True)
+class LoaderOutcome:
+    """What one DataLoader run did. ``error_line``/``cause_line`` are ``"Type: first line"`` and deterministic."""
+
+    start_method: str
+    num_workers: int
+    deepcopy_in_getitem: bool
+    detach_at_construction: bool
+    batch_size: int | None
+    ok: bool
+    error_type: str | None
+    error_line: str | None
+    cause_line: str | None
+    batches: int
+    batch_shape: tuple[int, ...] | None
+    batch_requires_grad: bool | None
+    batch_is_leaf: bool | None
+    elapsed_s: float
+    worker_stderr: str
+
+    def row(self) -> dict[str, object]:
+        """The deterministic columns (no timing, no worker text), for tables and stored outputs."""
+        return {
+            "start method": self.start_method if self.num_workers else "(main process)",
+            "workers": self.num_workers,
+            "deepcopy in __getitem__": self.deepcopy_in_getitem,
+            "detach at construction": self.detach_at_construction,
+            "batch_size": self.batch_size,
+            "result": self.summary(),
+        }
+
+    def summary(self) -> str:
+        if self.ok:
+            return (f"ok: {self.batches} batches of shape {list(self.batch_shape)}, "
+                    f"requires_grad={self.batch_requires_grad}, is_leaf={self.batch_is_leaf}")
+        if self.cause_line and self.cause_line != self.error_line:
+            return f"{self.error_line} <- {self.cause_line}"
+        return self.error_line
+
+
+def run_loader(
+    *,
+    start_method: str,
+    num_workers: int,
+    deepcopy_in_getitem: bool,
+    detach_at_construction: bool,
+    batch_size: int | None = 4,
+    timeout: float = 10.0,
+) -> LoaderOutcome:
+    """Iterate a real DataLoader over ``make_dataset(...)`` and report the outcome; never hangs.
+
+    ``start_method`` is ignored when ``num_workers`` is 0 (everything runs in this process).
+    ``timeout`` bounds each wait for a batch; spawn and forkserver workers import torch first,
+    so keep it above a few seconds for them.
+    """
+    _check_configuration(start_method, num_workers, batch_size, timeout)
+    dataset = make_dataset(deepcopy_in_getitem=deepcopy_in_getitem, detach_at_construction=detach_at_construction)
+    with tempfile.TemporaryDirectory(prefix="graphleaf-workers-") as folder:
+        loader = DataLoader(dataset, batch_size=batch_size, **_worker_options(start_method, num_workers, timeout, folder))
+        start = time.perf_counter()
+        batches, error = _drain(loader)
+        elapsed = time.perf_counter() - start
+        worker_stderr = "".join(path.read_text() for path in sorted(Path(folder).glob("worker-*.txt")))
+    error_type, error_line, cause_line = error or (None, None, None)
+    if error_line and "timed out" in error_line:
+        cause_line = _first_error_line(worker_stderr) or cause_line
+    first = batches[0] if batches else None
+    return LoaderOutcome(
+        start_method=start_method,
+        num_workers=num_workers,
+        deepcopy_in_getitem=deepcopy_in_getitem,
+        detach_at_construction=detach_at_construction,
+        batch_size=batch_size,
+        ok=error is None,
+        error_type=error_type,
+        error_line=error_line,
+        cause_line=cause_line,
+        batches=len(batches),
+        batch_shape=tuple(first.shape) if first is not None else None,
+        batch_requires_grad=first.requires_grad if first is not None else None,
+        batch_is_leaf=first.is_leaf if first is not None else None,
+        elapsed_s=elapsed,
+        worker_stderr=worker_stderr,
+    )
+
+
+def outcome_table(outcomes: list[LoaderOutcome]) -> str:
+    """A plain-text table of ``outcome.row()`` for each outcome (deterministic)."""
+    rows = [outcome.row() for outcome in outcomes]
+    if not rows:
+        return ""
+    headers = list(rows[0])
+    cells = [headers] + [[str(row[h]) for h in headers] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+    lines = [" | ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
+    lines.insert(1, "-+-".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _check_configuration(start_method: str, num_workers: int, batch_size: int | None, timeout: float) -> None:
+    methods = multiprocessing.get_all_start_methods()
+    if start_method not in methods:
+        raise ValueError(f"start_method must be one of {methods} on this system, not {start_method!r}")
+    if not isinstance(num_workers, int) or num_workers < 0:
+        raise ValueError(f"num_workers must be an int >= 0, not {num_workers!r}")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int or None, not {batch_size!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds (it is what keeps a worker failure from hanging), not {timeout!r}")
+
+
+def _worker_options(start_method: str, num_workers: int, timeout: float, folder: str) -> dict:
+    if num_workers == 0:
+        return {}
+    return {
+        "num_workers": num_workers,
+        "multiprocessing_context": start_method,
+        "timeout": timeout,
+        "worker_init_fn": functools.partial(_send_stderr_to_file, folder),
+    }
+
+
+def _send_stderr_to_file(folder: str, worker_id: int) -> None:
+    """worker_init_fn: this worker's stderr, Python and C level, goes to ``folder/worker-<id>.txt``."""
+    stream = open(os.path.join(folder, f"worker-{worker_id}.txt"), "w", buffering=1)  # noqa: SIM115 (lives as long as the worker)
+    os.dup2(stream.fileno(), 2)
+    sys.stderr = stream
+
+
+def _drain(loader: DataLoader) -> tuple[list[torch.Tensor], tuple[str, str, str] | None]:
+    """All batches, or the error as strings: the exception itself would keep the iterator, and so its workers, alive."""
+    iterator = None
+    try:
+        iterator = iter(loader)
+        return list(iterator), None
+    except RuntimeError as error:
+        return [], _describe(error)
+    finally:
+        # Workers must be gone before we return, not whenever the iterator is collected.
+        if hasattr(iterator, "_shutdown_workers"):
+            iterator._shutdown_workers()
+
+
+def _describe(error: BaseException) -> tuple[str, str, str]:
+    """(type name, "Type: first line", the line naming the root cause) for an error, worker errors included."""
+    name = type(error).__name__
+    message = str(error).strip()
+    first_line = f"{name}: {message.splitlines()[0] if message else ''}"
+    # A worker's error arrives as "Caught X in DataLoader worker process N.\nOriginal Traceback ...".
+    worker_lines = [match.group(0) for match in ERROR_LINE.finditer(message)]
+    return name, first_line, worker_lines[-1] if worker_lines else first_line
+
+
+def _first_error_line(text: str) -> str | None:
+    match = ERROR_LINE.search(text)
+    return match.group(0) if match else None
