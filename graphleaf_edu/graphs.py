@@ -369,7 +369,7 @@ def _attrs_label(fn) -> str:
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}: {_escape(text)}" for name, text in rows]
     rule = "-" * max(len(title), *(len(line) for line in lines))
-    return _BR.join([title, rule, *lines])
+    return _BR.join([title, rule, ""]) + "".join(line + "\\l" for line in lines)  # \l: left-aligned
 
 
 def _attr_text(value) -> str:
