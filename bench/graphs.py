@@ -58,7 +58,8 @@ def measure_size(ops: int, repeats: int, warmup: int) -> dict:
     with collapsing_off():
         full = graphs.draw(out, names={"x": leaf})
     row = {"ops": ops, "nodes": drawn.counts.nodes,
-           "drawn_nodes": len(drawn.outline().splitlines()), "build_s": build, "torchviz_build_s": torchviz,
+           "drawn_nodes": len(drawn.outline().splitlines()),
+           "build_s": build, "torchviz_build_s": torchviz,
            "build_vs_torchviz": build / torchviz if torchviz else None}
     for label, source in (("", drawn.source), ("full_", full.source)):
         for fmt in ("svg", "png"):

@@ -8,6 +8,7 @@ its DOT differs on every run. Here the walk is iterative and ids are numbered in
 from __future__ import annotations
 
 import base64
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ _KIND_STYLE = {
     "grad_fn": {"shape": "ellipse", "fillcolor": "#D9D9D9"},  # grey, as torchviz's backward nodes
     "non_leaf": {"shape": "hexagon", "fillcolor": "#E69F00"},  # orange
     "saved": {"shape": "note", "fillcolor": "#F0E442"},  # yellow
-    "collapsed": {"shape": "box", "style": "dashed", "fillcolor": "white"},
+    "collapsed": {"shape": "box", "style": "dashed,filled", "fillcolor": "white"},
 }
 _CANNOT_COPY = "cannot deepcopy"
 _COPY_OK = "copy OK"
@@ -53,6 +54,7 @@ _MAX_ATTR_CHARS = 50
 _FALLBACK_LINES = 80
 _FREED = object()
 _BR = "\\n"  # a line break inside a DOT label
+_LEFT_BR = "\\l"  # the same, ending a left-aligned line
 
 _INSTALL_HINT = """\
 Graphviz's `dot` program was not found, so the graph cannot be drawn as a picture.
@@ -208,7 +210,7 @@ class _Edge:
 class _Builder:
     """Walks grad_fn graphs into numbered nodes and edges."""
 
-    def __init__(self, labels: dict[int, tuple[torch.Tensor, str]], show_attrs: bool):
+    def __init__(self, labels: dict[int, tuple[torch.Tensor, list[str]]], show_attrs: bool):
         self.nodes: dict[str, _Node] = {}
         self.edges: list[_Edge] = []
         self._labels = labels
@@ -247,7 +249,8 @@ class _Builder:
         if id(tensor) in self._ids:
             return self._ids[id(tensor)], False
         node_id = self._new_id(tensor)
-        name = self._labels[id(tensor)][1] if id(tensor) in self._labels else default_name
+        given = self._labels.get(id(tensor))
+        name = ", ".join(given[1]) if given else default_name
         kind = kind or ("leaf" if tensor.grad_fn is None else "non_leaf")
         self.nodes[node_id] = _Node(kind, _tensor_label(name, tensor))
         return node_id, True
@@ -285,16 +288,16 @@ def _tensors(value, what: str) -> list[torch.Tensor]:
     return items
 
 
-def _names_by_id(names) -> dict[int, tuple[torch.Tensor, str]]:
-    """``{id(tensor): (tensor, "name")}``; a tensor given several names shows them all."""
+def _names_by_id(names) -> dict[int, tuple[torch.Tensor, list[str]]]:
+    """``{id(tensor): (tensor, [names])}``: a tensor given several names shows them all."""
     sources = names if isinstance(names, (list, tuple)) else [] if names is None else [names]
-    labels: dict[int, tuple[torch.Tensor, str]] = {}
+    labels: dict[int, tuple[torch.Tensor, list[str]]] = {}
     for source in sources:
         pairs = source.named_parameters() if isinstance(source, torch.nn.Module) else _pairs(source)
         for name, tensor in pairs:
-            if id(tensor) in labels and name not in labels[id(tensor)][1].split(", "):
-                name = f"{labels[id(tensor)][1]}, {name}"
-            labels[id(tensor)] = (tensor, name)
+            given = labels.setdefault(id(tensor), (tensor, []))[1]
+            if name not in given:
+                given.append(name)
     return labels
 
 
@@ -369,7 +372,7 @@ def _attrs_label(fn) -> str:
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}: {_escape(text)}" for name, text in rows]
     rule = "-" * max(len(title), *(len(line) for line in lines))
-    return _BR.join([title, rule, ""]) + "".join(line + "\\l" for line in lines)  # \l: left-aligned
+    return _BR.join([title, rule, ""]) + "".join(line + _LEFT_BR for line in lines)
 
 
 def _attr_text(value) -> str:
@@ -384,7 +387,7 @@ def _attr_text(value) -> str:
 
 
 def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
-    """Replace the middle of every straight run of over ``_LONGEST_CHAIN`` grad_fn nodes by a note."""
+    """Replace the middle of each straight run of over ``_LONGEST_CHAIN`` grad_fns by a note."""
     into, out_of = defaultdict(list), defaultdict(list)
     for edge in edges:
         out_of[edge.tail].append(edge.head)
@@ -406,8 +409,9 @@ def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
         if len(run) > _LONGEST_CHAIN:
             middle = run[_CHAIN_END:-_CHAIN_END]
             note_id = f"chain{len(notes) + 1}"
-            notes[note_id] = _Node("collapsed", f"... {len(middle)} more grad_fn nodes in a straight line "
-                                   f"...{_BR}(collapsed to keep the picture readable)")
+            notes[note_id] = _Node(
+                "collapsed", f"... {len(middle)} more grad_fn nodes in a straight line ..."
+                f"{_BR}(collapsed to keep the picture readable)")
             note_for.update(dict.fromkeys(middle, note_id))
     if not notes:
         return nodes, edges, 0
@@ -439,8 +443,6 @@ def _digraph(nodes: dict[str, _Node], edges: list[_Edge]) -> graphviz.Digraph:
 
 def _style(kind: str, mark: str | None) -> dict[str, str]:
     style = dict(_KIND_STYLE[kind])
-    if kind == "collapsed":
-        style["style"] = "dashed,filled"
     if mark:
         style.update(_MARK_STYLE[mark])
     return style
@@ -468,11 +470,16 @@ def _outline(nodes: dict[str, _Node], edges: list[_Edge]) -> str:
     width = max(len(node_id) for node_id in nodes)
     lines = []
     for node_id, node in nodes.items():
-        line = f"{node_id:>{width}}  {node.kind:<9}  {node.text().replace(_BR, '  ')}"
+        line = f"{node_id:>{width}}  {node.kind:<9}  {_plain(node.text())}"
         if inputs[node_id]:
             line += "  <- " + ", ".join(inputs[node_id])
         lines.append(line)
     return "\n".join(lines)
+
+
+def _plain(label: str) -> str:
+    """A DOT label on one line: its line breaks become two spaces, escaped characters plain."""
+    return re.sub(r"\\(.)", lambda esc: "  " if esc[1] in "nl" else esc[1], label).strip()
 
 
 def _clip(text: str) -> str:

@@ -1,4 +1,4 @@
-"""graphleaf_edu.graphs: what the picture shows, that it is the same everywhere, and its fallbacks."""
+"""graphleaf_edu.graphs: what the picture shows, that it is the same everywhere, its fallbacks."""
 from __future__ import annotations
 
 import base64
@@ -282,8 +282,11 @@ def delta_e_2000(lab1, lab2) -> float:
         h_mean = (h1 + h2) / 2
     else:
         h_mean = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
-    t = (1 - 0.17 * math.cos(math.radians(h_mean - 30)) + 0.24 * math.cos(math.radians(2 * h_mean))
-         + 0.32 * math.cos(math.radians(3 * h_mean + 6)) - 0.20 * math.cos(math.radians(4 * h_mean - 63)))
+    def cos(degrees: float) -> float:
+        return math.cos(math.radians(degrees))
+
+    t = (1 - 0.17 * cos(h_mean - 30) + 0.24 * cos(2 * h_mean) + 0.32 * cos(3 * h_mean + 6)
+         - 0.20 * cos(4 * h_mean - 63))
     s_l = 1 + 0.015 * (l_mean - 50) ** 2 / math.sqrt(20 + (l_mean - 50) ** 2)
     s_c, s_h = 1 + 0.045 * c_mean, 1 + 0.015 * c_mean * t
     r_t = (-2 * math.sqrt(c_mean ** 7 / (c_mean ** 7 + 25 ** 7))
@@ -294,9 +297,11 @@ def delta_e_2000(lab1, lab2) -> float:
 
 def test_delta_e_2000_matches_published_reference_pairs():
     # Sharma, Wu & Dalal (2005), test data pairs 1, 7 and 17.
-    assert delta_e_2000((50, 2.6772, -79.7751), (50, 0, -82.7485)) == pytest.approx(2.0425, abs=1e-4)
-    assert delta_e_2000((50, 0, 0), (50, -1, 2)) == pytest.approx(2.3669, abs=1e-4)
-    assert delta_e_2000((50, 2.5, 0), (73, 25, -18)) == pytest.approx(27.1492, abs=1e-4)
+    pairs = [((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425),
+             ((50, 0, 0), (50, -1, 2), 2.3669),
+             ((50, 2.5, 0), (73, 25, -18), 27.1492)]
+    for first, second, expected in pairs:
+        assert delta_e_2000(first, second) == pytest.approx(expected, abs=1e-4)
 
 
 def _palette_graph() -> AutogradGraph:
@@ -415,7 +420,7 @@ def test_a_5000_op_chain_draws_collapsed_without_recursion():
     assert repr(graph).endswith("; 4991 grad_fn collapsed in the picture)")
     assert "4991 more grad_fn nodes in a straight line" in graph.source
     nodes, _, edges = parse(graph.source)
-    assert len(nodes) == 13  # x, the note, 5 grad_fn each side of it (AccumulateGrad is one), output
+    assert len(nodes) == 13  # x, the note, 5 grad_fn each side (AccumulateGrad is one), output
     assert len(edges) == len(nodes) - 1
     assert graph.svg().count('class="node"') == len(nodes) + 3  # plus three legend nodes
 
@@ -558,6 +563,13 @@ def test_missing_dot_in_process_raises_only_when_asked_for_a_picture(monkeypatch
 def test_bad_input_gets_a_clear_error(x, call, error, message):
     with pytest.raises(error, match=message):
         call(x)
+
+
+def test_names_with_quotes_backslashes_and_brackets_are_drawn_literally(x):
+    name = 'x "in" C:\\dir<b>'
+    graph = draw(x * 2, names={name: x})
+    assert f"leaf       {name}  (3) float32" in graph.outline()
+    assert "x &quot;in&quot; C:\\dir&lt;b&gt;</text>" in graph.svg()
 
 
 def test_draw_changes_nothing_it_is_given(x):
