@@ -322,18 +322,20 @@ def _slot_children(obj: Any) -> Iterator[Child]:
             value = descriptor.__get__(obj, type(obj))
         except AttributeError:  # an empty slot
             continue
-        yield _SLOT, (name, descriptor), value
+        yield _SLOT, name, value
 
 
 @functools.lru_cache(maxsize=1024)
 def _slot_descriptors(cls: type) -> tuple[tuple[str, Any], ...]:
+    # A slot shadowed by a subclass attribute is skipped: deepcopy reads slots by getattr(),
+    # so it copies whatever the shadowing attribute returns, never the slot itself.
     found = []
     for klass in cls.__mro__:
         slots = klass.__dict__.get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
             stored = _mangle(klass, name)
             descriptor = klass.__dict__.get(stored)
-            if isinstance(descriptor, types.MemberDescriptorType):
+            if isinstance(descriptor, types.MemberDescriptorType) and _class_lookup(cls, stored) is descriptor:
                 found.append((stored, descriptor))
     return tuple(found)
 
@@ -362,14 +364,6 @@ def _attr_step(holder: Any, name: str, path: str) -> str:
     if _is_plain_name(name) and not _is_data_descriptor(_class_lookup(type(holder), name)):
         return f".{name}"
     return f".__dict__[{name!r}]"
-
-
-def _slot_step(holder: Any, key: tuple[str, Any], path: str) -> str:
-    name, descriptor = key
-    if _class_lookup(type(holder), name) is descriptor:
-        return f".{name}"
-    owner = next(i for i, klass in enumerate(type(holder).__mro__) if klass.__dict__.get(name) is descriptor)
-    return f".__class__.__mro__[{owner}].__dict__[{name!r}].__get__(root{path})"
 
 
 def _module_step(store: str):
@@ -417,7 +411,7 @@ def _value_step(holder: dict, key: tuple[int, Any], path: str) -> str:
 _STEPS = {
     _ATTR: _attr_step,
     _MEMBER: lambda holder, name, path: f".{name}",
-    _SLOT: _slot_step,
+    _SLOT: lambda holder, name, path: f".{name}",
     _PARAM: _module_step("_parameters"),
     _BUFFER: _module_step("_buffers"),
     _CHILD: _module_step("_modules"),
@@ -519,7 +513,7 @@ def _diagnosis(nodes: list, index: int) -> tuple[str, str]:
         return _KEYED
     holder = nodes[parent][0]
     if isinstance(holder, nn.Module) and kind in (_ATTR, _SLOT):
-        return _module_attribute_diagnosis(holder, key if kind == _ATTR else key[0])
+        return _module_attribute_diagnosis(holder, key)
     if isinstance(holder, nn.Module) and kind == _BUFFER:
         return _BUFFER_ASSIGNED
     owner = _owner(nodes, parent)

@@ -1,0 +1,398 @@
+"""safe_deepcopy: detached copies of non-leaf tensors, everything else as copy.deepcopy makes it,
+and the original never touched."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+import warnings
+from collections import namedtuple
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import prune
+from torch.utils.data import DataLoader, Dataset
+
+from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
+from graphleaf_edu.diagnose import find_nonleaf
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True)
+def _quiet_torch_deprecations():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning)  # old weight_norm
+        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
+        yield
+
+
+def copied(obj, expected_paths: list[str] | None = None):
+    """safe_deepcopy(obj), checking the warning (paths in find_nonleaf order) and the result."""
+    expected = [f.path for f in find_nonleaf(obj)] if expected_paths is None else expected_paths
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        duplicate = safe_deepcopy(obj)
+    ours = [w for w in caught if issubclass(w.category, DetachedTensorsWarning)]
+    if expected:
+        assert len(ours) == 1
+        assert ours[0].message.paths == tuple(expected)
+        assert ours[0].filename == __file__  # stacklevel points at the caller
+    else:
+        assert ours == []
+    assert find_nonleaf(duplicate) == []
+    copy.deepcopy(duplicate)
+    return duplicate
+
+
+def tensors_in(obj) -> list[torch.Tensor]:
+    """Every tensor find_nonleaf's walk would visit, via a plain recursive walk (test oracle)."""
+    found, seen = [], set()
+
+    def visit(value):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
+                visit(value.grad)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                visit(key)
+                visit(item)
+        elif isinstance(value, (list, tuple, set)):
+            for item in value:
+                visit(item)
+        elif isinstance(value, nn.Module):
+            for tensor in [*value._parameters.values(), *value._buffers.values()]:
+                visit(tensor)
+            for child in value._modules.values():
+                visit(child)
+            for name, item in vars(value).items():
+                if name not in ("_parameters", "_buffers", "_modules"):
+                    visit(item)
+        elif hasattr(value, "__dict__") and not isinstance(value, type):
+            for item in vars(value).values():
+                visit(item)
+
+    visit(obj)
+    return found
+
+
+def storages(obj) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in tensors_in(obj) if t.numel()}
+
+
+def fingerprint(obj):
+    """Ids, grad_fns and values of every tensor reachable from obj (to prove nothing changed)."""
+    return [
+        (id(t), t.grad_fn, t.requires_grad, t.detach().clone(), None if not t.is_leaf else t.grad)
+        for t in tensors_in(obj)
+    ]
+
+
+def assert_unchanged(before, after):
+    assert len(before) == len(after)
+    for (id1, fn1, rg1, v1, g1), (id2, fn2, rg2, v2, g2) in zip(before, after):
+        assert (id1, rg1) == (id2, rg2) and fn1 is fn2 and g1 is g2
+        assert torch.equal(v1, v2)
+
+
+class Cached(nn.Module):
+    def __init__(self, width: int, depth: int = 1, *, scale: float):
+        super().__init__()
+        self.body = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+        self.norm = nn.BatchNorm1d(width)
+        self.scale = scale
+        self.cache = None
+        self.acts: list = []
+
+    def forward(self, x):
+        out = self.norm(self.body(x)) * self.scale
+        self.cache = out
+        self.acts.append(out.relu())
+        return out
+
+
+class HeldDataset(Dataset):
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return copy.deepcopy(self.data[i])
+
+
+# --- the four failure scenarios -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_intermediate_tensor(device):
+    x = torch.randn(3, device=device, requires_grad=True)
+    y = x * 2
+    twin = copied(y, [""])
+    assert torch.equal(twin, y) and twin.grad_fn is None and not twin.requires_grad
+    assert twin.device == y.device and twin.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
+
+
+def test_model_output():
+    out = nn.Linear(3, 2)(torch.randn(4, 3))
+    assert torch.equal(copied(out, [""]), out)
+
+
+def test_dataset_holding_a_nonleaf_tensor():
+    y = torch.randn(8, 3, requires_grad=True) * 2
+    dataset = HeldDataset(y)
+    twin = copied(dataset, [".data"])
+    assert type(twin) is HeldDataset and twin.data.grad_fn is None
+    batch = next(iter(DataLoader(twin, batch_size=4)))
+    assert torch.equal(batch, y[:4].detach())
+    assert dataset.data is y and y.grad_fn is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_model_caching_activations_whose_constructor_takes_arguments(device):
+    model = Cached(4, 2, scale=0.5).to(device=device, dtype=torch.float64).eval()
+    model(torch.randn(3, 4, device=device, dtype=torch.float64, requires_grad=True))
+    before = fingerprint(model)
+    twin = copied(model, [".cache", ".acts[0]"])
+    assert_unchanged(before, fingerprint(model))
+    assert type(twin) is Cached and twin.scale == 0.5 and twin.training is False
+    assert isinstance(twin.body[0].weight, nn.Parameter) and twin.body[0].weight.requires_grad
+    for (name, ours), (_, theirs) in zip(model.state_dict(keep_vars=True).items(), twin.state_dict(keep_vars=True).items()):
+        assert torch.equal(ours, theirs), name
+        assert (theirs.device, theirs.dtype, type(theirs)) == (ours.device, ours.dtype, type(ours))
+        assert theirs is not ours
+    assert [n for n, _ in twin.named_buffers()] == [n for n, _ in model.named_buffers()]
+    assert torch.equal(twin.cache, model.cache) and twin.cache.grad_fn is None
+    assert twin.acts[0].grad_fn is None
+    assert storages(twin).isdisjoint(storages(model))
+
+
+# --- other real causes: the copy works and still runs ---------------------------------------------
+
+
+def test_old_weight_norm_spectral_norm_and_prune_copies_still_run_forward():
+    model = nn.Sequential(
+        nn.utils.weight_norm(nn.Linear(4, 4)),
+        nn.utils.spectral_norm(nn.Linear(4, 4)),
+        nn.Linear(4, 2),
+    )
+    prune.l1_unstructured(model[2], "weight", amount=0.5)
+    x = torch.randn(3, 4)
+    model.eval()
+    model(x)  # spectral_norm's weight becomes a non-leaf only now
+    twin = copied(model, ["[0].weight", "[1].weight", "[2].weight"])
+    assert torch.allclose(twin(x), model(x))
+    twin.train()
+    twin(x).sum().backward()
+    assert twin[0].weight_v.grad is not None and model[0].weight_v.grad is None
+
+
+def test_forward_hook_cache_and_dict_attribute():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    model[1].register_forward_hook(lambda module, args, out: setattr(module, "seen", out))
+    model.named = {}
+    model[0].register_forward_hook(lambda module, args, out: model.named.update(first=out))
+    model(torch.randn(2, 3))
+    twin = copied(model, ["[1].seen", ".named['first']"])
+    twin(torch.randn(2, 3))
+    assert twin[1].seen.grad_fn is not None  # the copied hooks work on the copy
+    assert twin.named["first"].grad_fn is None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_leaf_whose_grad_is_nonleaf(device):
+    x = torch.randn(3, device=device, requires_grad=True)
+    (x**3).sum().backward(create_graph=True)
+    grad, grad_fn = x.grad, x.grad.grad_fn
+    twin = copied({"x": x, "same grad": x.grad}, ["['same grad']"])  # the shorter path
+    assert twin["x"].is_leaf and twin["x"].requires_grad and twin["x"].device == x.device
+    assert twin["x"].grad is twin["same grad"]
+    assert twin["x"].grad.grad_fn is None and torch.equal(twin["x"].grad, grad)
+    assert x.grad is grad and x.grad.grad_fn is grad_fn
+
+
+def test_leaf_with_nonleaf_grad_keeps_its_tensor_attributes():
+    x = torch.randn(2, requires_grad=True)
+    (x**2).sum().backward(create_graph=True)
+    x.tag = ["kept"]
+    twin = copied(x, [".grad"])
+    assert twin.tag == ["kept"] and twin.tag is not x.tag
+
+
+def test_parameter_with_nonleaf_grad_copies_without_detaching():
+    weight = nn.Parameter(torch.randn(3))
+    (weight**3).sum().backward(create_graph=True)
+    twin = copied(weight, [])
+    assert isinstance(twin, nn.Parameter) and twin.grad is None
+
+
+# --- structure: aliasing, cycles, containers ------------------------------------------------------
+
+
+def test_aliasing_is_kept_for_nonleaf_leaf_and_storage():
+    x = torch.randn(6, requires_grad=True)
+    y = x * 2
+    first, second = y[:3], y[3:]  # two non-leaf views of one storage
+    obj = {"y": y, "again": [y], "x": x, "x too": (x,), "views": (first, second)}
+    twin = copied(obj)
+    assert twin["y"] is twin["again"][0] and twin["x"] is twin["x too"][0]
+    a, b = twin["views"]
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # as deepcopy keeps views
+    assert torch.equal(a, first) and torch.equal(b, second)
+
+
+def test_cycles():
+    y = torch.randn(2, requires_grad=True) + 1
+    loop: list = [y]
+    loop.append(loop)
+    twin = copied(loop, ["[0]"])
+    assert twin[1] is twin and twin[0].grad_fn is None
+
+
+def test_namedtuples_dataclasses_and_slots():
+    Pair = namedtuple("Pair", "first second")
+
+    @dataclasses.dataclass
+    class Record:
+        value: object
+
+    class Slotted:
+        __slots__ = ("value",)
+
+        def __init__(self, value):
+            self.value = value
+
+    y = torch.randn(2, requires_grad=True) * 3
+    twin = copied([Pair(1, y), Record(y), Slotted(y)], ["[0].second"])
+    assert type(twin[0]) is Pair and twin[0].second is twin[1].value is twin[2].value
+
+
+def test_optimizer_and_model_together():
+    model = Cached(3, scale=1.0)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    new_model, new_opt = copied((model, opt), ["[0].cache", "[0].acts[0]"])
+    copied_params = new_opt.param_groups[0]["params"]
+    assert all(a is b for a, b in zip(copied_params, new_model.parameters()))
+    for old_param, new_param in zip(model.parameters(), new_model.parameters()):
+        old_state, new_state = opt.state[old_param], new_opt.state[new_param]
+        assert torch.equal(old_state["exp_avg"], new_state["exp_avg"])
+        assert old_state["exp_avg"] is not new_state["exp_avg"]
+    new_model(torch.randn(4, 3)).sum().backward()
+    new_opt.step()
+
+
+def test_hundred_thousand_element_list():
+    x = torch.randn(1, requires_grad=True)
+    items = [torch.zeros(1) for _ in range(100_000)]
+    items[7] = x * 2
+    items[99_999] = items[7]
+    twin = copied(items, ["[7]"])
+    assert len(twin) == 100_000 and twin[7] is twin[99_999] and twin[7].grad_fn is None
+
+
+def test_deep_nesting_within_deepcopys_own_recursion_limit():
+    y = torch.randn(1, requires_grad=True) * 2
+    nested: list = [y]
+    for _ in range(150):
+        nested = [nested]
+    twin = copied(nested)
+    for _ in range(151):
+        twin = twin[0]
+    assert torch.equal(twin, y)
+
+
+# --- never touching the original -----------------------------------------------------------------
+
+
+def test_properties_are_not_called_and_getattr_only_asked_what_deepcopy_asks():
+    asked = []
+
+    class Lazy:
+        def __init__(self, value):
+            self.value = value
+
+        @property
+        def broken(self):
+            raise AssertionError("property called")
+
+        def __getattr__(self, name):
+            asked.append(name)
+            raise AttributeError(name)
+
+    y = torch.randn(2, requires_grad=True) * 2
+    twin = copied(Lazy(y), [".value"])
+    assert twin.value.grad_fn is None
+    assert asked and all(name.startswith("__") for name in asked)  # deepcopy's own protocol look-ups
+
+
+def test_the_lock_after_a_nonleaf_raises_deepcopys_error_and_leaves_the_original_intact():
+    y = torch.randn(2, requires_grad=True) * 2
+    lock = threading.Lock()
+    obj = {"y": y, "lock": lock}
+    before = fingerprint(obj)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError, match="cannot pickle '_thread.lock' object"):
+            safe_deepcopy(obj)
+    assert not [w for w in caught if issubclass(w.category, DetachedTensorsWarning)]
+    assert obj == {"y": y, "lock": lock} and obj["y"] is y
+    assert_unchanged(before, fingerprint(obj))
+
+
+def test_other_runtime_errors_are_not_swallowed():
+    class Refuses:
+        def __deepcopy__(self, memo):
+            raise RuntimeError("not copyable on purpose")
+
+    with pytest.raises(RuntimeError, match="on purpose"):
+        safe_deepcopy([torch.randn(2, requires_grad=True) * 2, Refuses()])
+
+
+def test_a_nonleaf_hidden_from_the_walk_gets_a_clear_error():
+    hidden = torch.randn(2, requires_grad=True) * 2
+
+    class Opaque:
+        __slots__ = ()
+
+        def __reduce__(self):
+            return (list, ([hidden],))
+
+    with pytest.raises(RuntimeError, match="cannot reach") as raised:
+        safe_deepcopy(Opaque())
+    assert "graph leaves" in str(raised.value.__cause__)
+
+
+# --- warnings and arguments ------------------------------------------------------------------------
+
+
+def test_warning_text_lists_the_paths_and_warn_false_is_silent():
+    model = Cached(3, scale=1.0)
+    model(torch.randn(2, 3))
+    with pytest.warns(DetachedTensorsWarning, match=r"detached 2 non-leaf tensors .*root\.cache, root\.acts\[0\]"):
+        safe_deepcopy(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        safe_deepcopy(model, warn=False)
+        safe_deepcopy(nn.Linear(2, 2))
+
+
+def test_many_paths_are_summarised_in_the_text_but_all_kept():
+    x = torch.randn(1, requires_grad=True)
+    items = [x * i for i in range(25)]
+    with pytest.warns(DetachedTensorsWarning, match=r"root\[19\], \.\.\. \(5 more") as record:
+        safe_deepcopy(items)
+    assert record[0].message.paths == tuple(f"[{i}]" for i in range(25))
+    assert issubclass(DetachedTensorsWarning, UserWarning)
+
+
+def test_bad_warn_argument():
+    with pytest.raises(TypeError, match="True or False"):
+        safe_deepcopy([], warn="yes")

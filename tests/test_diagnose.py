@@ -1,0 +1,572 @@
+"""find_nonleaf / describe / explain on every structure copy.deepcopy walks, against real deepcopy."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import re
+import warnings
+from collections import namedtuple
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import prune
+from torch.utils.data import DataLoader, Dataset
+
+from graphleaf_edu.diagnose import (
+    Finding,
+    Findings,
+    TensorInfo,
+    describe,
+    explain,
+    find_nonleaf,
+)
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True)
+def _quiet_torch_deprecations():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning)  # old weight_norm
+        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
+        yield
+
+
+def deepcopy_raises_graph_leaves(obj) -> bool:
+    try:
+        copy.deepcopy(obj)
+    except RuntimeError as error:
+        assert "graph leaves" in str(error)
+        return True
+    return False
+
+
+def checked(obj) -> Findings:
+    """find_nonleaf(obj), after checking the contract every result must meet."""
+    findings = find_nonleaf(obj)
+    assert isinstance(findings, Findings)
+    for finding in findings:
+        assert eval("root" + finding.path, {"root": obj}) is finding.tensor, finding.path
+        assert not finding.tensor.is_leaf
+        assert finding.grad_fn == type(finding.tensor.grad_fn).__name__
+        assert finding.cause and finding.fix
+    assert len({id(f.tensor) for f in findings}) == len(findings)
+    assert bool(findings) == deepcopy_raises_graph_leaves(obj)
+    return findings
+
+
+def only(findings: Findings) -> Finding:
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+def graph_leaf(*shape, device="cpu"):
+    return torch.randn(*shape, device=device, requires_grad=True)
+
+
+class Cached(nn.Module):
+    def __init__(self, width: int, keep: str = "attribute"):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.keep = keep
+        self.cache = None
+        self.acts: list = []
+        self.named_acts: dict = {}
+
+    def forward(self, x):
+        out = self.linear(x)
+        if self.keep == "attribute":
+            self.cache = out
+        elif self.keep == "list":
+            self.acts.append(out)
+        elif self.keep == "dict":
+            self.named_acts["h"] = out
+        return out
+
+
+class HeldDataset(Dataset):
+    def __init__(self, data):
+        self.data = data
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return copy.deepcopy(self.data[i])
+
+
+# --- the four failure scenarios ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_intermediate_tensor_is_its_own_finding(device):
+    x = graph_leaf(4, device=device)
+    y = x * 2
+    finding = only(checked(y))
+    assert finding.path == "" and finding.tensor is y
+    assert finding.grad_fn == "MulBackward0"
+    assert finding.cause == "the object itself is a non-leaf tensor"
+    assert checked(x) == []
+
+
+def test_model_output():
+    out = nn.Linear(3, 2)(torch.randn(5, 3))
+    finding = only(checked(out))
+    assert (finding.path, finding.grad_fn) == ("", "AddmmBackward0")
+
+
+def test_dataset_holding_a_nonleaf_tensor_and_its_dataloader():
+    y = graph_leaf(10, 3) * 2
+    dataset = HeldDataset(y)
+    finding = only(checked(dataset))
+    assert finding.path == ".data" and finding.cause == "dataset holds a non-leaf tensor"
+    loader = DataLoader(dataset, batch_size=4)
+    assert only(checked(loader)).path == ".dataset.data"
+
+
+def test_model_caching_its_activation_in_forward():
+    model = Cached(4)
+    assert checked(model) == []
+    model(torch.randn(2, 4))
+    finding = only(checked(model))
+    assert finding.path == ".cache" and finding.tensor is model.cache
+    assert finding.cause == "cached activation in a module attribute"
+    assert "detach()" in finding.fix
+
+
+# --- real causes beyond the four scenarios -----------------------------------------------------
+
+
+def test_old_weight_norm_fails_even_before_any_forward():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    nn.utils.weight_norm(model[0])
+    finding = only(checked(model))
+    assert finding.path == "[0].weight"
+    assert finding.cause == "old torch.nn.utils.weight_norm"
+    assert "parametrizations.weight_norm" in finding.fix
+
+
+def test_parametrizations_weight_norm_and_spectral_norm_are_fine():
+    model = nn.Sequential(
+        nn.utils.parametrizations.weight_norm(nn.Linear(3, 3)),
+        nn.utils.parametrizations.spectral_norm(nn.Linear(3, 3)),
+    )
+    model(torch.randn(2, 3))
+    assert checked(model) == []
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_old_spectral_norm_after_a_forward(training):
+    layer = nn.utils.spectral_norm(nn.Linear(3, 3))
+    assert checked(layer) == []
+    layer.train(training)
+    layer(torch.randn(2, 3))
+    finding = only(checked(layer))
+    assert finding.path == ".weight" and finding.cause == "spectral_norm (old API) after a forward"
+    assert "remove_spectral_norm" in finding.fix
+
+
+def test_prune_reparametrisation():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    prune.l1_unstructured(model[1], "bias", amount=0.5)
+    prune.l1_unstructured(model[1], "bias", amount=0.5)  # a PruningContainer now
+    finding = only(checked(model))
+    assert finding.path == "[1].bias" and finding.cause == "torch.nn.utils.prune reparametrisation"
+    assert "prune.remove(module, 'bias')" in finding.fix
+    prune.remove(model[1], "bias")
+    assert checked(model) == []
+
+
+@pytest.mark.parametrize(("keep", "path"), [("list", ".acts[0]"), ("dict", ".named_acts['h']")])
+def test_list_and_dict_attributes_holding_activations(keep, path):
+    model = Cached(3, keep=keep)
+    model(torch.randn(1, 3))
+    finding = only(checked(model))
+    assert finding.path == path
+    assert finding.cause == "activations kept in a list/dict attribute of a module"
+
+
+def test_forward_hook_caching_on_the_module_and_into_an_outside_dict():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    outside = {}
+    model[1].register_forward_hook(lambda module, args, out: setattr(module, "seen", out))
+    model[0].register_forward_hook(lambda module, args, out: outside.update(first=out))
+    model(torch.randn(2, 3))
+    finding = only(checked(model))
+    assert finding.path == "[1].seen" and finding.cause == "cached activation in a module attribute"
+    assert only(checked(outside)).path == "['first']"
+
+
+def test_buffer_reassigned_to_a_nonleaf():
+    class Running(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.zeros(3))
+
+        def forward(self, x):
+            self.mean = 0.9 * self.mean + 0.1 * x.mean(0)
+            return x - self.mean
+
+    model = Running()
+    model(graph_leaf(4, 3))
+    finding = only(checked(model))
+    assert finding.path == ".mean" and finding.cause == "buffer re-assigned to a non-leaf tensor"
+
+
+def test_leaf_whose_grad_is_nonleaf():
+    x = graph_leaf(3)
+    (x**3).sum().backward(create_graph=True)
+    finding = only(checked(x))
+    assert finding.path == ".grad" and finding.tensor is x.grad
+    assert finding.cause == ".grad is non-leaf (backward with create_graph=True)"
+    assert only(checked({"w": x})).path == "['w'].grad"
+
+
+def test_parameter_with_nonleaf_grad_deep_copies_because_parameters_drop_grad():
+    weight = nn.Parameter(torch.randn(3))
+    (weight**3).sum().backward(create_graph=True)
+    assert not weight.grad.is_leaf
+    assert checked(weight) == [] and checked([weight]) == []
+
+
+def test_optimizer_after_an_adam_step_is_clean():
+    model = nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(4, 3)).sum().backward()
+    opt.step()
+    assert checked(opt) == [] and checked((model, opt)) == []
+
+
+def test_optimizer_paths_through_param_groups_and_state():
+    w = graph_leaf(3)
+    opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    (w**3).sum().backward(create_graph=True)
+    opt.state[w]["extra"] = w * 2
+    paths = {f.path: f.cause for f in checked(opt)}
+    assert paths == {
+        ".param_groups[0]['params'][0].grad": ".grad is non-leaf (backward with create_graph=True)",
+        ".state[list(root.state)[0]]['extra']": "optimizer state holds a non-leaf tensor",
+    }
+
+
+# --- paths for every kind of structure ------------------------------------------------------------
+
+
+def test_cycles_are_walked_once():
+    y = graph_leaf(2) * 3
+    loop: list = [1]
+    loop.append(loop)
+    loop.append({"back": loop, "y": y})
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other, b.value = b, a, y
+    assert only(checked(loop)).path == "[2]['y']"
+    assert only(checked(a)).path == ".other.value"
+
+
+def test_aliases_are_found_once_on_the_shortest_path():
+    y = graph_leaf(2) + 1
+    obj = {"deep": [[[y]]], "near": y, "also": (y, y)}
+    finding = only(checked(obj))
+    assert finding.path == "['near']"
+
+
+def test_names_that_are_not_identifiers_use_indexing():
+    x = graph_leaf(2)
+    model = nn.Module()
+    model.add_module("0", nn.Linear(2, 2))
+    model.blocks = nn.ModuleDict({"my-layer": nn.Linear(2, 2)})
+    model.stack = nn.ModuleList([nn.Identity(), nn.Identity()])
+    model._modules["0"].z = x * 1
+    model.blocks["my-layer"].z = x * 2
+    model.stack[1].z = x * 3
+    setattr(model, "my-cache", x * 4)
+    model.table = {(1, "a"): x * 5, None: x * 6, 2.5: x * 7, b"k": x * 8}
+    paths = [f.path for f in checked(model)]
+    assert paths == [  # breadth-first; submodules come first in a module's __dict__
+        ".__dict__['my-cache']",
+        "._modules['0'].z",
+        ".table[(1, 'a')]",
+        ".table[None]",
+        ".table[2.5]",
+        ".table[b'k']",
+        ".blocks['my-layer'].z",
+        ".stack[1].z",
+    ]
+
+
+def test_sequential_after_a_deletion_keeps_paths_valid():
+    seq = nn.Sequential(nn.Identity(), nn.Identity(), nn.Identity())
+    del seq[0]
+    seq[1].z = graph_leaf(1) * 2
+    assert only(checked(seq)).path in ("[1].z", "._modules['2'].z")
+
+
+def test_keys_that_do_not_round_trip_through_repr():
+    class Key:
+        pass
+
+    x = graph_leaf(2)
+    table = {Key(): x * 1, float("nan"): x * 2}
+    assert [f.path for f in checked(table)] == ["[list(root)[0]]", "[list(root)[1]]"]
+
+
+def test_nonleaf_tensors_as_dict_keys_and_set_members():
+    x = graph_leaf(2)
+    key, member = x * 2, x * 3
+    assert only(checked({key: 1})).path == ".__iter__().__reduce__()[1][0][0]"
+    finding = only(checked({"s": {member}}))
+    assert finding.path == "['s'].__iter__().__reduce__()[1][0][0]"
+    assert finding.cause == "non-leaf tensor used as a dict key or set member"
+
+
+def test_a_value_reached_elsewhere_is_not_named_through_a_dict_key():
+    x = graph_leaf(2)
+    y = x * 2
+    obj = {"table": {y: "label"}, "deeper": [[y]]}
+    assert only(checked(obj)).path == "['deeper'][0][0]"
+
+
+def test_namedtuples_dataclasses_and_slots():
+    x = graph_leaf(2)
+    Pair = namedtuple("Pair", "first second")
+
+    @dataclasses.dataclass
+    class Record:
+        name: str
+        value: object
+
+    @dataclasses.dataclass(slots=True)
+    class Slotted:
+        value: object
+
+    class Private:
+        __slots__ = ("__hidden", "shown")
+
+        def __init__(self, hidden):
+            self.__hidden = hidden
+
+    obj = [Pair(1, x * 1), Record("r", x * 2), Slotted(x * 3), Private(x * 4)]
+    assert [f.path for f in checked(obj)] == [
+        "[0].second",
+        "[1].value",
+        "[2].value",
+        "[3]._Private__hidden",
+    ]
+
+
+def test_shadowed_attributes():
+    x = graph_leaf(2)
+
+    class Base:
+        __slots__ = ("value",)
+
+    class Shadowing(Base):
+        __slots__ = ()
+        value = property(lambda self: "what deepcopy sees")
+
+    class WithProperty:
+        @property
+        def cache(self):
+            raise AssertionError("a property was called")
+
+    hidden = Shadowing()
+    Base.value.__set__(hidden, x * 1)
+    with pytest.raises(AttributeError, match="has no setter"):  # it read the property, not the slot
+        copy.deepcopy(hidden)
+    assert find_nonleaf(hidden) == []
+    shown = WithProperty()
+    shown.__dict__["cache"] = x * 2
+    assert only(checked(shown)).path == ".__dict__['cache']"
+
+
+def test_tensor_attributes_partials_and_bound_methods():
+    x = graph_leaf(2)
+    tagged = torch.zeros(2)
+    tagged.note = x * 1
+
+    class Holder:
+        def __init__(self, value):
+            self.value = value
+
+        def method(self):
+            return self.value
+
+    obj = {"tagged": tagged, "call": functools.partial(print, x * 2), "bound": Holder(x * 3).method}
+    findings = checked(obj)
+    assert [f.path for f in findings] == [
+        "['tagged'].note",
+        "['call'].args[0]",
+        "['bound'].__self__.value",
+    ]
+    assert findings[0].cause == "non-leaf tensor stored as an attribute of a tensor"
+
+
+def test_properties_and_getattr_are_never_called():
+    calls = []
+
+    class Sneaky(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+
+        @property
+        def exploding(self):
+            calls.append("property")
+            raise RuntimeError("property called")
+
+        def __getattr__(self, name):
+            calls.append(name)
+            return super().__getattr__(name)
+
+    class Lazy:
+        def __getattr__(self, name):
+            calls.append(name)
+            return graph_leaf(1) * 2
+
+    model = Sneaky()
+    model.out = model.linear(torch.randn(1, 2))
+    calls.clear()
+    assert [f.path for f in find_nonleaf(model)] == [".out"]
+    assert find_nonleaf(Lazy()) == []
+    assert calls == []
+
+
+def test_model_whose_constructor_takes_arguments():
+    class Wide(nn.Module):
+        def __init__(self, width, depth, *, act):
+            super().__init__()
+            self.layers = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+            self.act = act
+
+        def forward(self, x):
+            self.last = self.act(self.layers(x))
+            return self.last
+
+    model = Wide(5, 3, act=torch.tanh)
+    model(torch.randn(2, 5))
+    assert only(checked(model)).path == ".last"
+
+
+def test_ten_thousand_deep_nesting():
+    y = graph_leaf(2) * 2
+    nested: list = [y]
+    for _ in range(9_999):
+        nested = [nested]
+    finding = only(find_nonleaf(nested))
+    assert finding.path == "[0]" * 10_000  # too deep for eval() to compile: follow it by hand
+    assert functools.reduce(lambda obj, _: obj[0], range(10_000), nested) is y
+
+
+def test_hundred_thousand_element_list():
+    x = graph_leaf(1)
+    items = [torch.zeros(1) for _ in range(100_000)]
+    items[50_000] = x * 2
+    items[99_999] = x * 3
+    assert [f.path for f in checked(items)] == ["[50000]", "[99999]"]
+
+
+def test_find_nonleaf_mutates_nothing():
+    model = Cached(3)
+    model(torch.randn(2, 3))
+    before = dict(vars(model)), dict(model._parameters), dict(model._modules), model.cache.grad_fn
+    find_nonleaf(model)
+    explain(model)
+    assert (dict(vars(model)), dict(model._parameters), dict(model._modules), model.cache.grad_fn) == before
+
+
+# --- report, repr, html -------------------------------------------------------------------------------
+
+
+def test_explain_prints_where_why_and_the_fix(capsys):
+    model = Cached(3)
+    model(torch.randn(2, 3))
+    findings = find_nonleaf(model)
+    assert findings.explain() is None
+    text = capsys.readouterr().out
+    assert text.strip() == findings.report()
+    assert "copy.deepcopy(root) fails for this Cached: 1 non-leaf tensor." in text
+    assert "root.cache" in text and "cause: cached activation" in text and "fix:" in text
+
+
+def test_explain_says_clearly_when_nothing_is_wrong(capsys):
+    explain(nn.Linear(2, 2))
+    assert "Nothing to fix" in capsys.readouterr().out
+
+
+def test_findings_repr_is_deterministic_and_has_no_addresses():
+    def build():
+        model = Cached(3, keep="list")
+        model(torch.randn(2, 3))
+        return find_nonleaf(model)
+
+    first, second = build(), build()
+    assert repr(first) == repr(second)
+    assert "0x" not in repr(first) and "\n" in repr(first)
+    assert repr(Findings()) == "Findings([])"
+    html = first._repr_html_()
+    assert "<table>" in html and "root.acts[0]" in html
+
+
+# --- describe ----------------------------------------------------------------------------------------
+
+
+def _tensor_zoo(device):
+    x = graph_leaf(3, device=device)
+    with_nonleaf_grad = graph_leaf(3, device=device)
+    (with_nonleaf_grad**3).sum().backward(create_graph=True)
+    param = nn.Parameter(torch.randn(3, device=device))
+    (param**3).sum().backward(create_graph=True)
+    with torch.no_grad():
+        made_without_grad = x * 2
+    return {
+        "leaf": x,
+        "plain": torch.randn(3, device=device),
+        "result": x * 2,
+        "view": x[1:],
+        "no_grad result": made_without_grad,
+        "detached": (x * 2).detach(),
+        "leaf with non-leaf grad": with_nonleaf_grad,
+        "parameter with non-leaf grad": param,
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_describe_agrees_with_real_deepcopy(device):
+    for name, tensor in _tensor_zoo(device).items():
+        info = describe(tensor)
+        assert info.deepcopy_ok is not deepcopy_raises_graph_leaves(tensor), name
+        assert (info.deepcopy_blocker is None) is info.deepcopy_ok, name
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_describe_fields_and_one_line_repr(device):
+    zoo = _tensor_zoo(device)
+    info = describe(zoo["view"])
+    assert info == TensorInfo(
+        is_leaf=False, requires_grad=True, grad_fn="SliceBackward0", retains_grad=False,
+        device=torch.device(device).type, dtype="float32", shape=(2,), is_view=True,
+        deepcopy_ok=False, deepcopy_blocker="non-leaf (grad_fn=SliceBackward0)",
+    )
+    assert describe(zoo["leaf with non-leaf grad"]).deepcopy_blocker == (
+        ".grad is non-leaf (grad_fn=CopyBackwards)"
+    )
+    text = repr(describe(zoo["result"]))
+    assert "\n" not in text and "0x" not in text and "device='" in text
+    assert re.search(r"<table>.*grad_fn.*MulBackward0", describe(zoo["result"])._repr_html_())
+
+
+def test_describe_retains_grad():
+    y = graph_leaf(2) * 2
+    y.retain_grad()
+    assert describe(y).retains_grad is True
+
+
+def test_describe_rejects_non_tensors_with_a_pointer_to_find_nonleaf():
+    with pytest.raises(TypeError, match="find_nonleaf"):
+        describe([torch.zeros(1)])
