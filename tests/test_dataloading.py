@@ -1,0 +1,160 @@
+"""A real DataLoader with real workers: each start method's real error, the fix, and never a hang."""
+import multiprocessing
+import pickle
+from multiprocessing.reduction import ForkingPickler
+
+import psutil
+import pytest
+import torch
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell, new_notebook
+
+from graphleaf_edu.dataloading import (
+    FEATURES,
+    ROWS,
+    DetachedTensorRows,
+    TensorRows,
+    make_dataset,
+    outcome_table,
+    run_loader,
+)
+
+GRAPH_LEAVES = "RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol"
+COWARDLY = "RuntimeError: Cowardly refusing to serialize non-leaf tensor which requires_grad"
+WORKER_0 = "RuntimeError: Caught RuntimeError in DataLoader worker process 0."
+STACK_OUT = "RuntimeError: stack(): functions with out=... arguments don't support automatic differentiation"
+# Started once by multiprocessing and kept for the life of the process; not DataLoader workers.
+INFRASTRUCTURE = ("forkserver", "resource_tracker")
+
+
+def workers_left():
+    mine = psutil.Process().children(recursive=True)
+    return multiprocessing.active_children() + [
+        p for p in mine if not any(word in " ".join(p.cmdline()) for word in INFRASTRUCTURE)
+    ]
+
+
+def loader(**changes):
+    config = {"start_method": "fork", "num_workers": 2, "deepcopy_in_getitem": False, "detach_at_construction": False}
+    return run_loader(**(config | changes))
+
+
+@pytest.fixture(autouse=True)
+def no_worker_survives():
+    yield
+    assert workers_left() == []
+
+
+def test_main_process_deepcopy_raises_the_plain_error():
+    outcome = loader(num_workers=0, deepcopy_in_getitem=True)
+    assert not outcome.ok and outcome.error_type == "RuntimeError"
+    assert outcome.error_line.startswith(GRAPH_LEAVES) and outcome.cause_line == outcome.error_line
+
+
+def test_main_process_without_deepcopy_silently_batches_the_graph():
+    outcome = loader(num_workers=0)
+    assert outcome.ok and outcome.batches == ROWS // 4
+    assert outcome.batch_shape == (4, FEATURES)
+    assert outcome.batch_requires_grad and outcome.batch_is_leaf is False
+
+
+def test_fork_deepcopy_in_getitem_fails_in_the_worker():
+    outcome = loader(deepcopy_in_getitem=True)
+    assert outcome.error_line == WORKER_0
+    assert outcome.cause_line.startswith(GRAPH_LEAVES)
+
+
+def test_fork_without_deepcopy_fails_in_collate_stack():
+    outcome = loader()
+    assert outcome.error_line == WORKER_0
+    assert outcome.cause_line.startswith(STACK_OUT)
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+@pytest.mark.parametrize("deepcopy_in_getitem", [False, True])
+def test_spawn_and_forkserver_refuse_to_send_the_dataset(start_method, deepcopy_in_getitem):
+    outcome = loader(start_method=start_method, deepcopy_in_getitem=deepcopy_in_getitem)
+    assert outcome.error_line.startswith(COWARDLY) and outcome.batches == 0
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+def test_detach_at_construction_works_with_every_start_method(start_method):
+    outcome = loader(start_method=start_method, deepcopy_in_getitem=True, detach_at_construction=True, timeout=60.0)
+    assert outcome.ok, outcome.summary()
+    assert (outcome.batches, outcome.batch_shape) == (ROWS // 4, (4, FEATURES))
+    assert outcome.batch_requires_grad is False and outcome.batch_is_leaf
+
+
+def test_detach_at_construction_works_in_the_main_process_and_unbatched():
+    for num_workers in (0, 2):
+        outcome = loader(num_workers=num_workers, deepcopy_in_getitem=True, detach_at_construction=True, batch_size=None)
+        assert outcome.ok and outcome.batches == ROWS and outcome.batch_shape == (FEATURES,)
+
+
+def test_unbatched_nonleaf_rows_time_out_instead_of_hanging_and_nothing_is_printed(capfd):
+    outcome = loader(batch_size=None, timeout=2.0)
+    assert outcome.error_line == "RuntimeError: DataLoader timed out after 2.0 seconds"
+    assert outcome.cause_line.startswith(COWARDLY)
+    assert "Cowardly refusing" in outcome.worker_stderr
+    assert outcome.elapsed_s >= 2.0
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+def test_no_worker_output_reaches_a_notebook_cell():
+    cell = new_code_cell(
+        "from graphleaf_edu.dataloading import run_loader\n"
+        "outcome = run_loader(start_method='fork', num_workers=2, deepcopy_in_getitem=False,\n"
+        "                     detach_at_construction=False, batch_size=None, timeout=2.0)\n"
+        "print(outcome.summary())"
+    )
+    notebook = new_notebook(cells=[cell, new_code_cell("import time; time.sleep(1)")])
+    NotebookClient(notebook, kernel_name="graphleaf-cpu", timeout=120).execute()
+    outputs = notebook.cells[0].outputs + notebook.cells[1].outputs
+    assert [(o.output_type, o.get("name")) for o in outputs] == [("stream", "stdout")]
+    assert outputs[0].text.startswith("RuntimeError: DataLoader timed out after 2.0 seconds <- " + COWARDLY)
+
+
+def test_outcome_table_is_deterministic():
+    outcomes = [loader(num_workers=0), loader(num_workers=0, deepcopy_in_getitem=True)]
+    again = [loader(num_workers=0), loader(num_workers=0, deepcopy_in_getitem=True)]
+    table = outcome_table(outcomes)
+    assert table == outcome_table(again)
+    header, rule, first, second = table.splitlines()
+    assert header.split(" | ")[0].strip() == "start method" and set(rule) <= {"-", "+"}
+    assert first.startswith("(main process) | 0") and "ok: 2 batches of shape [4, 4]" in first
+    assert GRAPH_LEAVES in second
+    assert outcome_table([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"start_method": "thread"}, "start_method must be one of"),
+        ({"num_workers": -1}, "num_workers must be an int >= 0"),
+        ({"batch_size": 0}, "batch_size must be a positive int or None"),
+        ({"timeout": 0}, "timeout must be > 0"),
+    ],
+)
+def test_bad_configuration_says_what_to_pass(changes, message):
+    with pytest.raises(ValueError, match=message):
+        loader(**changes)
+
+
+def test_datasets_pickle_as_torch_multiprocessing_would_send_them():
+    graph = make_dataset(deepcopy_in_getitem=False, detach_at_construction=False)
+    with pytest.raises(RuntimeError, match="Cowardly refusing"):
+        ForkingPickler.dumps(graph)
+    fixed = make_dataset(deepcopy_in_getitem=True, detach_at_construction=True)
+    received = pickle.loads(ForkingPickler.dumps(fixed))
+    assert type(received) is DetachedTensorRows and torch.equal(received.data, fixed.data)
+
+
+def test_detaching_dataset_leaves_the_given_tensor_alone():
+    x = torch.ones(ROWS, FEATURES, requires_grad=True)
+    data = x * 2
+    dataset = DetachedTensorRows(data)
+    assert data.grad_fn is not None and not data.is_leaf
+    assert dataset.data.is_leaf and not dataset.data.requires_grad
+    assert dataset.data.untyped_storage().data_ptr() != data.untyped_storage().data_ptr()
+    assert isinstance(dataset, TensorRows) and torch.equal(dataset[0], data[0].detach())
