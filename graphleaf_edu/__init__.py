@@ -3,10 +3,17 @@
 Public names (notebooks import only these):
     setup_notebook      the setup every notebook shares
     draw                a picture of the autograd graph (-> AutogradGraph)
+    SCENARIOS           every failure as a Scenario: its shown code, reproduce(), run(fix) -> Outcome
+    run_loader          a real DataLoader run for one configuration (-> LoaderOutcome); outcome_table
+    TensorRows          the dataset of the DataLoader lessons; DetachedTensorRows is its fix
 """
+from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
 from graphleaf_edu.graphs import AutogradGraph, draw
 from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
+from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
 
 __version__ = "0.1.0"
 
-__all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw"]
+__all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
+           "SCENARIOS", "Scenario", "Fix", "Outcome",
+           "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows"]
