@@ -291,7 +291,8 @@ def test_optimizer_and_model_together():
 
 def test_hundred_thousand_element_list():
     x = torch.randn(1, requires_grad=True)
-    items = [torch.zeros(1) for _ in range(100_000)]
+    items: list = [float(i) for i in range(100_000)]
+    items[3] = torch.zeros(1)
     items[7] = x * 2
     items[99_999] = items[7]
     twin = copied(items, ["[7]"])

@@ -1,0 +1,184 @@
+"""Property tests: random nested containers of leaf and non-leaf tensors (with aliases)."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from collections import namedtuple
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
+from graphleaf_edu.diagnose import find_nonleaf
+
+Pair = namedtuple("Pair", "left right")
+
+
+@dataclasses.dataclass
+class Box:
+    content: object
+    label: str = "box"
+
+
+def tensor_pool() -> list[torch.Tensor]:
+    """Fresh tensors for one example: leaves, results, views, a leaf whose .grad is non-leaf."""
+    a = torch.randn(4, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
+        (a**3).sum().backward(create_graph=True)
+    base = b * 2
+    return [
+        a,  # leaf with a non-leaf .grad
+        b,
+        torch.randn(3),
+        torch.nn.Parameter(torch.randn(2)),
+        base,
+        base[1:3],  # a non-leaf view sharing base's storage
+        (a * b).sum(),
+        b.exp()[::2],
+        b.detach(),
+    ]
+
+
+POOL_SIZE = len(tensor_pool())
+
+specs = st.recursive(
+    st.integers(0, POOL_SIZE - 1) | st.sampled_from(["text", 2.5, None]),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(lambda items: ("tuple", items)),
+        st.dictionaries(st.text(max_size=3) | st.integers(-2, 2), inner, max_size=3),
+        st.tuples(inner, inner).map(lambda pair: ("pair", pair)),
+        inner.map(lambda content: ("box", content)),
+    ),
+    max_leaves=12,
+)
+
+
+def build(spec, pool):
+    if isinstance(spec, int):
+        return pool[spec]
+    if isinstance(spec, list):
+        return [build(item, pool) for item in spec]
+    if isinstance(spec, dict):
+        return {key: build(value, pool) for key, value in spec.items()}
+    if isinstance(spec, tuple):
+        kind, body = spec
+        if kind == "tuple":
+            return tuple(build(item, pool) for item in body)
+        if kind == "pair":
+            return Pair(*(build(item, pool) for item in body))
+        return Box(build(body, pool))
+    return spec
+
+
+def tensors_of(obj) -> list[torch.Tensor]:
+    """Distinct tensors (and plain tensors' grads) in obj, in first-visit order (test oracle)."""
+    found, seen = [], set()
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
+                stack.append(value.grad)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, Box):
+            stack.append(value.content)
+    return found
+
+
+def state(obj):
+    """Everything that must not change in the original: structure, ids, grad_fns, values."""
+    def shape_of(value):
+        if isinstance(value, torch.Tensor):
+            return ("tensor", id(value))
+        if isinstance(value, dict):
+            return ("dict", id(value), [(k, shape_of(v)) for k, v in value.items()])
+        if isinstance(value, (list, tuple)):
+            return (type(value).__name__, id(value), [shape_of(v) for v in value])
+        if isinstance(value, Box):
+            return ("box", id(value), shape_of(value.content))
+        return ("atom", value)
+
+    tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_of(obj)]
+    return shape_of(obj), tensors
+
+
+def same_state(before, after) -> bool:
+    (shape1, tensors1), (shape2, tensors2) = before, after
+    return shape1 == shape2 and all(
+        i1 == i2 and f1 is f2 and g1 is g2 and torch.equal(v1, v2)
+        for (i1, f1, g1, v1), (i2, f2, g2, v2) in zip(tensors1, tensors2, strict=True)
+    )
+
+
+def pairs(original, duplicate):
+    """(original tensor, its copy) for every tensor position, walking both in step."""
+    if isinstance(original, torch.Tensor):
+        yield original, duplicate
+        if original.is_leaf and original.grad is not None and type(original) is torch.Tensor:
+            yield original.grad, duplicate.grad
+    elif isinstance(original, dict):
+        for key in original:
+            yield from pairs(original[key], duplicate[key])
+    elif isinstance(original, (list, tuple)):
+        for a, b in zip(original, duplicate, strict=True):
+            yield from pairs(a, b)
+    elif isinstance(original, Box):
+        yield from pairs(original.content, duplicate.content)
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+
+
+@PROPERTY_SETTINGS
+@given(specs)
+def test_every_nonleaf_is_found_once_with_a_path_that_evaluates_to_it(spec):
+    obj = build(spec, tensor_pool())
+    findings = find_nonleaf(obj)
+    expected = {id(t) for t in tensors_of(obj) if not t.is_leaf}
+    assert sorted(id(f.tensor) for f in findings) == sorted(expected)
+    for finding in findings:
+        assert eval("root" + finding.path, {"root": obj}) is finding.tensor
+    deepcopy_fails = False
+    try:
+        copy.deepcopy(obj)
+    except RuntimeError:
+        deepcopy_fails = True
+    assert deepcopy_fails == bool(findings)
+
+
+@PROPERTY_SETTINGS
+@given(specs)
+def test_safe_deepcopy_detaches_shares_nothing_keeps_aliases_and_touches_nothing(spec):
+    obj = build(spec, tensor_pool())
+    before = state(obj)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DetachedTensorsWarning)
+        duplicate = safe_deepcopy(obj)
+    assert same_state(before, state(obj))
+
+    copies = tensors_of(duplicate)
+    assert all(t.grad_fn is None for t in copies)
+    assert find_nonleaf(duplicate) == []
+    original_storages = {t.untyped_storage().data_ptr() for t in tensors_of(obj)}
+    assert original_storages.isdisjoint(t.untyped_storage().data_ptr() for t in copies)
+
+    mapping: dict[int, torch.Tensor] = {}
+    for original, twin in pairs(obj, duplicate):
+        assert mapping.setdefault(id(original), twin) is twin  # one original -> one copy
+        assert torch.equal(original.detach(), twin) and twin.dtype == original.dtype
+        assert twin.requires_grad == (original.is_leaf and original.requires_grad)
+    assert len({id(t) for t in mapping.values()}) == len(mapping)  # distinct originals stay distinct
