@@ -6,8 +6,13 @@ Public names (notebooks import only these):
     SCENARIOS           every failure as a Scenario: its shown code, reproduce(), run(fix) -> Outcome
     run_loader          a real DataLoader run for one configuration (-> LoaderOutcome); outcome_table
     TensorRows          the dataset of the DataLoader lessons; DetachedTensorRows is its fix
+    describe            one tensor: leaf?, grad_fn, can deepcopy? (-> TensorInfo)
+    find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain
+    safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
 """
+from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
+from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, describe, explain, find_nonleaf
 from graphleaf_edu.graphs import AutogradGraph, draw
 from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
 from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
@@ -16,4 +21,6 @@ __version__ = "0.1.0"
 
 __all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
            "SCENARIOS", "Scenario", "Fix", "Outcome",
-           "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows"]
+           "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows",
+           "describe", "TensorInfo", "find_nonleaf", "Finding", "Findings", "explain",
+           "safe_deepcopy", "DetachedTensorsWarning"]
