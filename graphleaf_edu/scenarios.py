@@ -3,7 +3,7 @@
 A scenario's code is shown to the student and is exactly what runs: ``code(fix)`` is the text
 that ``run(fix)`` executes, in a fresh namespace, under a file name that tracebacks can show.
 Warnings raised by that code are recorded in ``Outcome.warnings``, never printed, so notebook
-outputs stay deterministic.
+outputs stay deterministic (a warning PyTorch gives once per process is recorded once).
 
     >>> outcome = SCENARIOS["model_cache"].run("detach_at_source")
     >>> outcome.ok, outcome.error_line
