@@ -37,8 +37,9 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     """
     if not isinstance(warn, bool):
         raise TypeError(f"safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")
+    memo: dict[int, Any] = {}
     try:
-        return copy.deepcopy(obj)  # the common case costs exactly one deepcopy
+        return copy.deepcopy(obj, memo)  # the common case costs exactly one deepcopy
     except RuntimeError as error:
         if GRAPH_LEAVES_ERROR not in str(error):
             raise
@@ -48,16 +49,33 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
                 "copy.deepcopy met a non-leaf tensor that find_nonleaf cannot reach (hidden behind "
                 "a custom __deepcopy__, __reduce__ or __getstate__): detach it where it is stored"
             ) from error
-    duplicate = _deepcopy_detached(obj, findings, leaves_with_nonleaf_grad)
+    duplicate = _deepcopy_detached(obj, findings, leaves_with_nonleaf_grad, _finished_copies(memo))
     if warn:
         warnings.warn(_detached_warning(findings), stacklevel=2)
     return duplicate
 
 
-def _deepcopy_detached(obj: T, findings: Findings, leaves_with_nonleaf_grad: list[torch.Tensor]) -> T:
-    """``copy.deepcopy(obj)`` after copying the found non-leaf tensors (and the leaves that hold
-    one as ``.grad``) detached into its memo."""
-    memo: dict[int, Any] = {}
+def _finished_copies(memo: dict[int, Any]) -> dict[int, Any]:
+    """What a failed ``copy.deepcopy`` had finished and can be reused: tensors and storages.
+
+    Containers and reconstructed objects enter the memo before they are filled, so they are
+    dropped; a tensor enters only once complete. The keep-alive list comes along, so that no id
+    in the memo can be reused by a new object.
+    """
+    finished = {
+        key: value for key, value in memo.items()
+        if isinstance(value, (torch.Tensor, torch.UntypedStorage, torch.TypedStorage))
+    }
+    finished[id(finished)] = memo.get(id(memo), [])
+    return finished
+
+
+def _deepcopy_detached(
+    obj: T, findings: Findings, leaves_with_nonleaf_grad: list[torch.Tensor], memo: dict[int, Any] | None = None
+) -> T:
+    """``copy.deepcopy(obj, memo)`` after copying the found non-leaf tensors (and the leaves that
+    hold one as ``.grad``) detached into the memo."""
+    memo = {} if memo is None else memo
     keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
     for finding in findings:
         tensor = finding.tensor

@@ -1,0 +1,177 @@
+"""safe_deepcopy against copy.deepcopy and the state_dict routes, on ~1M, ~25M and ~100M parameters.
+
+Times are medians measured in this run; every ratio divides by a baseline measured alongside it.
+Peak extra memory: each variant runs once in a fresh interpreter that builds the model, resets the
+kernel's resident-set high-water mark (``/proc/self/clear_refs`` <- 5), runs the variant while
+keeping its result, and reports ``VmHWM - VmRSS before``. Tensor storage lives outside Python's
+allocator, so tracemalloc would miss it; RSS sees it.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import gc
+import io
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from bench.harness import format_table, measure
+from graphleaf_edu.copying import _deepcopy_detached, safe_deepcopy
+from graphleaf_edu.diagnose import _scan
+
+DEPTH = 4
+WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers: ~width**2 * DEPTH
+REPEATS = {"1M": 7, "25M": 5, "100M": 3}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Stack(nn.Module):
+    """Square Linear layers; the constructor takes arguments, as most real models' do."""
+
+    def __init__(self, width: int, depth: int):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
+        self.last = None
+
+    def forward(self, x):
+        self.last = self.layers(x)  # caches an activation: a non-leaf after a forward with grad
+        return self.last
+
+
+def build(width: int, cached: bool = False) -> Stack:
+    torch.manual_seed(0)
+    model = Stack(width, DEPTH)
+    if cached:
+        model(torch.randn(8, width))
+    return model
+
+
+def via_bytesio(model: Stack) -> Stack:
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = Stack(model.layers[0].in_features, DEPTH)
+    fresh.load_state_dict(torch.load(buffer))
+    return fresh
+
+
+def via_load_state_dict(model: Stack) -> Stack:
+    fresh = Stack(model.layers[0].in_features, DEPTH)
+    fresh.load_state_dict(model.state_dict())
+    return fresh
+
+
+def walk_first(model: Stack) -> Stack:
+    """The alternative design: always walk, then one deepcopy with the memo pre-seeded."""
+    return _deepcopy_detached(model, *_scan(model))
+
+
+def quiet_safe_deepcopy(model: Stack) -> Stack:
+    return safe_deepcopy(model, warn=False)
+
+
+VARIANTS = {
+    "deepcopy": (False, copy.deepcopy),
+    "safe_deepcopy": (False, quiet_safe_deepcopy),
+    "walk_first": (False, walk_first),
+    "state_dict_bytesio": (False, via_bytesio),
+    "load_state_dict": (False, via_load_state_dict),
+    "safe_deepcopy_cached": (True, quiet_safe_deepcopy),
+    "walk_first_cached": (True, walk_first),
+}
+MEMORY_VARIANTS = ("deepcopy", "safe_deepcopy", "state_dict_bytesio", "load_state_dict", "safe_deepcopy_cached")
+
+
+def time_size(label: str, repeats: int) -> dict:
+    """Median seconds per variant, the variants taking turns so that they share the allocator's
+    state (fresh pages are costly: a variant timed alone first would pay for everyone)."""
+    width = WIDTHS[label]
+    models = {cached: build(width, cached) for cached in (False, True)}
+    row = {"model": label, "params": sum(p.numel() for p in models[False].parameters())}
+    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    for turn in range(repeats + 1):
+        for name, (cached, fn) in VARIANTS.items():
+            seconds = measure(functools.partial(fn, models[cached]), repeats=1, warmup=0).median_s
+            if turn:  # the first turn is the warm-up
+                samples[name].append(seconds)
+            gc.collect()
+    for name, seconds in samples.items():
+        row[f"{name}_s"] = statistics.median(seconds)
+    base = row["deepcopy_s"]
+    row["safe_vs_deepcopy"] = row["safe_deepcopy_s"] / base
+    row["walk_first_vs_deepcopy"] = row["walk_first_s"] / base
+    row["safe_vs_bytesio"] = row["safe_deepcopy_s"] / row["state_dict_bytesio_s"]
+    row["safe_vs_load_state_dict"] = row["safe_deepcopy_s"] / row["load_state_dict_s"]
+    row["safe_cached_vs_deepcopy"] = row["safe_deepcopy_cached_s"] / base
+    row["walk_first_cached_vs_deepcopy"] = row["walk_first_cached_s"] / base
+    return row
+
+
+def peak_extra_mb(label: str, variant: str) -> float:
+    """Run one variant in a fresh interpreter; its resident-set growth at the peak, in MB."""
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.copying", "--peak", label, variant],
+        cwd=ROOT, capture_output=True, text=True, check=True, timeout=300,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])["peak_extra_mb"]
+
+
+def _probe(label: str, variant: str) -> None:
+    cached, fn = VARIANTS[variant]
+    fn(build(8, cached))  # import whatever the variant imports lazily, outside the measurement
+    model = build(WIDTHS[label], cached)
+    gc.collect()
+    before = _status_kb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    result = fn(model)
+    peak = _status_kb("VmHWM")
+    del result
+    print(json.dumps({"peak_extra_mb": (peak - before) / 1024}))
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def run(quick: bool = False) -> dict:
+    labels = ("1M",) if quick else tuple(WIDTHS)
+    rows = [time_size(label, 3 if quick else REPEATS[label]) for label in labels]
+    print(format_table(
+        ["model", "params", "deepcopy s", "safe/deepcopy", "walk-first/deepcopy", "safe/bytesio",
+         "safe/load_state_dict", "cached: safe/deepcopy", "cached: walk-first/deepcopy"],
+        [[r["model"], f"{r['params']:,}", r["deepcopy_s"], r["safe_vs_deepcopy"], r["walk_first_vs_deepcopy"],
+          r["safe_vs_bytesio"], r["safe_vs_load_state_dict"], r["safe_cached_vs_deepcopy"],
+          r["walk_first_cached_vs_deepcopy"]] for r in rows],
+    ))
+    memory_variants = ("deepcopy", "safe_deepcopy") if quick else MEMORY_VARIANTS
+    memory = []
+    for label in labels:
+        peaks = {variant: peak_extra_mb(label, variant) for variant in memory_variants}
+        params_mb = next(r["params"] for r in rows if r["model"] == label) * 4 / 2**20
+        memory.append({"model": label, "params_mb": params_mb, **{f"{v}_mb": mb for v, mb in peaks.items()},
+                       "safe_vs_deepcopy": peaks["safe_deepcopy"] / peaks["deepcopy"]})
+    print()
+    print(format_table(
+        ["model", "params MB", *[f"{v} MB" for v in memory_variants], "safe/deepcopy"],
+        [[m["model"], m["params_mb"], *[m[f"{v}_mb"] for v in memory_variants], m["safe_vs_deepcopy"]]
+         for m in memory],
+    ))
+    return {"depth": DEPTH, "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "memory_method": "fresh process per variant; VmHWM - VmRSS after clear_refs=5",
+            "timing": rows, "peak_memory": memory}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--peak"]:
+        _probe(*sys.argv[2:4])
+    else:
+        run(quick="--quick" in sys.argv)
