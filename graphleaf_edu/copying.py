@@ -1,7 +1,9 @@
 """``safe_deepcopy``: ``copy.deepcopy`` that detaches non-leaf tensors instead of failing on them.
 
-The original is only read. Each non-leaf tensor's copy is put into ``copy.deepcopy``'s memo
-before the copy starts, so deepcopy itself keeps every alias and never reaches the tensor.
+The original is only read. A plain ``copy.deepcopy`` is tried first (nothing to detach: no
+overhead). If it hits the graph-leaves error, ``find_nonleaf``'s walk names the culprits, their
+detached copies go into ``copy.deepcopy``'s memo, and deepcopy runs again: it keeps every alias
+itself, never reaches those tensors, and reuses the tensors the failed attempt had finished.
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ def _deepcopy_detached(
     keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
     for finding in findings:
         tensor = finding.tensor
-        memo[id(tensor)] = copy.deepcopy(tensor.detach(), memo)
+        memo[id(tensor)] = tensor.detach().clone()  # a view's clone holds only its own elements
         keep_alive.append(tensor)
     for leaf in leaves_with_nonleaf_grad:
         memo[id(leaf)] = _copy_leaf(leaf, memo)

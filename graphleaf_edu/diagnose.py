@@ -187,42 +187,43 @@ def _scan(root: Any) -> tuple[Findings, list[torch.Tensor]]:
     seen = {id(root)}
     dict_keys: list[tuple[Any, int, str, Any]] = []
     nonleaf: list[int] = []
-    leaves_with_nonleaf_grad: list[torch.Tensor] = []
     index = 0
     while index < len(nodes) or dict_keys:
         if index == len(nodes):
-            for node in dict_keys:
-                if id(node[0]) not in seen:
-                    seen.add(id(node[0]))
-                    nodes.append(node)
+            _append_unseen(dict_keys, nodes, seen)
             dict_keys.clear()
             continue
         obj = nodes[index][0]
-        if isinstance(obj, torch.Tensor):
-            if not obj.is_leaf:
-                nonleaf.append(index)
-                index += 1
-                continue
-            if not _copies_like_tensor(obj):
-                index += 1
-                continue
-            grad = obj.grad
-            if grad is not None and not grad.is_leaf:
-                leaves_with_nonleaf_grad.append(obj)
-            children = _tensor_children(obj, grad)
-        else:
-            children = _children(obj)
-        for kind, key, child in children:
+        if isinstance(obj, torch.Tensor) and not obj.is_leaf:
+            nonleaf.append(index)
+            index += 1
+            continue
+        for kind, key, child in _tensor_children(obj) if isinstance(obj, torch.Tensor) else _children(obj):
             if _is_atomic(type(child)) or id(child) in seen or (type(child) in _PLAIN_CONTAINERS and not child):
                 continue
             if kind == _DICT_KEY:
                 dict_keys.append((child, index, _KEY, key))
-                continue
-            seen.add(id(child))
-            nodes.append((child, index, kind, key))
+            else:
+                seen.add(id(child))
+                nodes.append((child, index, kind, key))
         index += 1
     findings = Findings((_finding(nodes, i) for i in nonleaf), subject=type(root).__name__)
-    return findings, leaves_with_nonleaf_grad
+    return findings, _leaves_with_nonleaf_grad(nodes)
+
+
+def _append_unseen(new_nodes: list, nodes: list, seen: set[int]) -> None:
+    for node in new_nodes:
+        if id(node[0]) not in seen:
+            seen.add(id(node[0]))
+            nodes.append(node)
+
+
+def _leaves_with_nonleaf_grad(nodes: list) -> list[torch.Tensor]:
+    return [
+        obj for obj, *_ in nodes
+        if isinstance(obj, torch.Tensor) and obj.is_leaf and _copies_like_tensor(obj)
+        and obj.grad is not None and not obj.grad.is_leaf
+    ]
 
 
 def _finding(nodes: list, index: int) -> Finding:
@@ -246,7 +247,10 @@ def _copies_like_tensor(t: torch.Tensor) -> bool:
     return type(t).__deepcopy__ is torch.Tensor.__deepcopy__
 
 
-def _tensor_children(t: torch.Tensor, grad: torch.Tensor | None) -> Iterator[Child] | tuple:
+def _tensor_children(t: torch.Tensor) -> Iterator[Child] | tuple:
+    if not _copies_like_tensor(t):
+        return ()
+    grad = t.grad
     if grad is None and type(t) is torch.Tensor and not _instance_dict(t):
         return ()  # the common case, kept cheap: a 100,000-tensor list is walked in well under a second
     return _chain([] if grad is None else [(_GRAD, None, grad)], _attribute_children(t))

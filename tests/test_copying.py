@@ -235,16 +235,37 @@ def test_parameter_with_nonleaf_grad_copies_without_detaching():
 # --- structure: aliasing, cycles, containers ------------------------------------------------------
 
 
-def test_aliasing_is_kept_for_nonleaf_leaf_and_storage():
-    x = torch.randn(6, requires_grad=True)
+def test_aliasing_is_kept_and_nonleaf_views_become_compact_clones():
+    x = torch.randn(1000, requires_grad=True)
     y = x * 2
-    first, second = y[:3], y[3:]  # two non-leaf views of one storage
+    first, second = y[:3], y[3:5]  # two small non-leaf views of one big storage
     obj = {"y": y, "again": [y], "x": x, "x too": (x,), "views": (first, second)}
     twin = copied(obj)
     assert twin["y"] is twin["again"][0] and twin["x"] is twin["x too"][0]
     a, b = twin["views"]
-    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()  # as deepcopy keeps views
     assert torch.equal(a, first) and torch.equal(b, second)
+    assert a.untyped_storage().nbytes() == 3 * 4 and b.untyped_storage().nbytes() == 2 * 4
+
+
+def test_what_a_failed_first_attempt_built_is_reused_only_when_complete():
+    w = torch.randn(4, requires_grad=True)
+    shared = w.detach()[1:]  # a leaf view of w's storage
+    obj = {"before": [w, shared], "middle": [1, w * 2, 2], "after": (w, shared)}
+    twin = copied(obj, ["['middle'][1]"])
+    assert twin["middle"][0] == 1 and twin["middle"][2] == 2 and len(twin["middle"]) == 3
+    assert twin["before"][0] is twin["after"][0] and twin["before"][1] is twin["after"][1]
+    assert twin["before"][1].untyped_storage().data_ptr() == twin["before"][0].untyped_storage().data_ptr()
+    assert twin["before"][0].untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
+
+
+def test_nesting_too_deep_for_deepcopy_fails_as_deepcopy_does():
+    nested: list = [torch.randn(1, requires_grad=True) * 2]
+    for _ in range(9_999):
+        nested = [nested]
+    with pytest.raises(RecursionError):
+        copy.deepcopy(nested)
+    with pytest.raises(RecursionError):
+        safe_deepcopy(nested)
 
 
 def test_cycles():
