@@ -3,7 +3,8 @@
 ``find_nonleaf(obj)`` walks what ``copy.deepcopy`` walks (containers, ``__dict__``, ``__slots__``,
 module parameters, buffers and submodules, optimizers, bound methods, partials, a plain tensor's
 ``.grad``), breadth-first and without recursion. It only reads stored values: no property,
-``__getattr__`` or ``__getstate__`` is ever called, and nothing is mutated.
+``__getattr__`` or ``__getstate__`` is ever called, and nothing is mutated. Objects that copy
+themselves (their own ``__deepcopy__``, ``__reduce_ex__`` or ``__reduce__``) are not walked.
 """
 from __future__ import annotations
 
@@ -252,11 +253,13 @@ def _tensor_children(t: torch.Tensor) -> Iterator[Child] | tuple:
         return ()
     grad = t.grad
     if grad is None and type(t) is torch.Tensor and not _instance_dict(t):
-        return ()  # the common case, kept cheap: a 100,000-tensor list is walked in well under a second
+        return ()  # the common case, kept cheap
     return _chain([] if grad is None else [(_GRAD, None, grad)], _attribute_children(t))
 
 
 def _children(obj: Any) -> Iterator[Child]:
+    if _copies_itself(type(obj)):
+        return iter(())
     if isinstance(obj, nn.Module):
         return _module_children(obj)
     if isinstance(obj, Optimizer):
@@ -274,7 +277,23 @@ def _children(obj: Any) -> Iterator[Child]:
     if isinstance(obj, functools.partial):
         parts = [(_MEMBER, "func", obj.func), (_MEMBER, "args", obj.args), (_MEMBER, "keywords", obj.keywords)]
         return _chain(parts, _attribute_children(obj))
+    if _reduces_itself(type(obj)):
+        return iter(())
     return _attribute_children(obj)
+
+
+@functools.lru_cache(maxsize=1024)
+def _copies_itself(cls: type) -> bool:
+    """A class with its own ``__deepcopy__`` decides what deepcopy copies: it is not walked."""
+    return _class_lookup(cls, "__deepcopy__") is not _MISSING
+
+
+@functools.lru_cache(maxsize=1024)
+def _reduces_itself(cls: type) -> bool:
+    """Its own ``__reduce_ex__``/``__reduce__``: deepcopy copies what they return (a logger,
+    for one, comes back as itself), so ``__dict__`` is not walked. A custom ``__getstate__`` is
+    different: it usually returns ``__dict__`` minus a few entries, so ``__dict__`` is walked."""
+    return any(_class_lookup(cls, name) is not object.__dict__[name] for name in ("__reduce_ex__", "__reduce__"))
 
 
 def _chain(*parts) -> Iterator[Child]:
@@ -305,7 +324,7 @@ def _sequence_children(seq) -> Iterator[Child]:
 
 def _module_children(module: nn.Module) -> Iterator[Child]:
     kinds = {"_parameters": _PARAM, "_buffers": _BUFFER, "_modules": _CHILD}
-    for name, value in _instance_dict(module).items():
+    for name, value in dict.items(_instance_dict(module)):
         kind = kinds.get(name)
         if kind is None:
             yield _ATTR, name, value

@@ -437,6 +437,53 @@ def test_properties_and_getattr_are_never_called():
     assert calls == []
 
 
+def test_objects_that_copy_themselves_are_trusted():
+    class SkipsCache(nn.Module):  # its own __deepcopy__ leaves the cache out
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+            self.cache = None
+
+        def forward(self, x):
+            self.cache = self.linear(x)
+            return self.cache
+
+        def __deepcopy__(self, memo):
+            duplicate = type(self).__new__(type(self))
+            memo[id(self)] = duplicate
+            state = {k: v for k, v in vars(self).items() if k != "cache"}
+            duplicate.__dict__.update(copy.deepcopy(state, memo), cache=None)
+            return duplicate
+
+    class Reduces:  # deepcopy copies what __reduce__ returns, not __dict__
+        def __init__(self, value):
+            self.value = value
+
+        def __reduce__(self):
+            return (Reduces, (None,))
+
+    model = SkipsCache()
+    model(torch.randn(1, 2))
+    assert checked(model) == []
+    assert checked([Reduces(graph_leaf(1) * 2)]) == []
+
+
+def test_a_custom_getstate_is_not_called_so_its_dict_is_walked():
+    class DetachesInGetstate(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cache = graph_leaf(2) * 2
+
+        def __getstate__(self):
+            state = super().__getstate__()
+            state["cache"] = state["cache"].detach()
+            return state
+
+    model = DetachesInGetstate()
+    copy.deepcopy(model)  # works...
+    assert only(find_nonleaf(model)).path == ".cache"  # ...but find_nonleaf only reads __dict__
+
+
 def test_model_whose_constructor_takes_arguments():
     class Wide(nn.Module):
         def __init__(self, width, depth, *, act):
