@@ -9,6 +9,8 @@ Public names (notebooks import only these):
     describe            one tensor: leaf?, grad_fn, can deepcopy? (-> TensorInfo)
     find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
+    scenario_explorer   widgets: scenario x fix -> code, result, graph; also leaf_playground,
+                        dataloader_lab, fix_comparison (callbacks in graphleaf_edu.widgets)
 """
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
@@ -16,6 +18,7 @@ from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, describe, expl
 from graphleaf_edu.graphs import AutogradGraph, draw
 from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
 from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
+from graphleaf_edu.widgets import dataloader_lab, fix_comparison, leaf_playground, scenario_explorer
 
 __version__ = "0.1.0"
 
@@ -23,4 +26,5 @@ __all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
            "SCENARIOS", "Scenario", "Fix", "Outcome",
            "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows",
            "describe", "TensorInfo", "find_nonleaf", "Finding", "Findings", "explain",
-           "safe_deepcopy", "DetachedTensorsWarning"]
+           "safe_deepcopy", "DetachedTensorsWarning",
+           "scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison"]
