@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import torch
@@ -150,17 +151,28 @@ def run_loader(
     )
 
 
-def outcome_table(outcomes: list[LoaderOutcome]) -> str:
-    """A plain-text table of ``outcome.row()`` for each outcome (deterministic)."""
+def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
+    """A table of ``outcome.row()`` for each outcome (deterministic): plain text, or with
+    ``html=True`` an HTML table, whose long error messages wrap inside their cells."""
     rows = [outcome.row() for outcome in outcomes]
     if not rows:
         return ""
     headers = list(rows[0])
-    cells = [headers] + [[str(row[h]) for h in headers] for row in rows]
+    body = [[str(row[h]) for h in headers] for row in rows]
+    if html:
+        return _html_table(headers, body)
+    cells = [headers] + body
     widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
     lines = [" | ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
     lines.insert(1, "-+-".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def _html_table(headers: list[str], rows: list[list[str]]) -> str:
+    def line(tag: str, cells: list[str]) -> str:
+        return "<tr>" + "".join(f"<{tag} style='text-align:left'>{escape(c)}</{tag}>" for c in cells) + "</tr>"
+
+    return "<table>" + line("th", headers) + "".join(line("td", row) for row in rows) + "</table>"
 
 
 def _check_configuration(start_method: str, num_workers: int, batch_size: int | None, timeout: float) -> None:
