@@ -27,7 +27,7 @@ from graphleaf_edu.diagnose import _scan
 
 DEPTH = 4
 WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers: ~width**2 * DEPTH
-REPEATS = {"1M": 7, "25M": 5, "100M": 3}
+REPEATS = {"1M": 15, "25M": 7, "100M": 3}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -113,13 +113,23 @@ def time_size(label: str, repeats: int) -> dict:
     return row
 
 
-def peak_extra_mb(label: str, variant: str) -> float:
-    """Run one variant in a fresh interpreter; its resident-set growth at the peak, in MB."""
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.copying", "--peak", label, variant],
-        cwd=ROOT, capture_output=True, text=True, check=True, timeout=300,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])["peak_extra_mb"]
+def peak_extra_mb(label: str, variants: tuple[str, ...]) -> dict[str, float]:
+    """Each variant once, in its own fresh interpreter (run side by side): resident-set growth
+    at the peak, in MB."""
+    processes = {
+        variant: subprocess.Popen(
+            [sys.executable, "-m", "bench.copying", "--peak", label, variant],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        )
+        for variant in variants
+    }
+    peaks = {}
+    for variant, process in processes.items():
+        out, _ = process.communicate(timeout=300)
+        if process.returncode:
+            raise RuntimeError(f"memory probe {label}/{variant} failed with exit code {process.returncode}")
+        peaks[variant] = json.loads(out.strip().splitlines()[-1])["peak_extra_mb"]
+    return peaks
 
 
 def _probe(label: str, variant: str) -> None:
@@ -155,7 +165,7 @@ def run(quick: bool = False) -> dict:
     memory_variants = ("deepcopy", "safe_deepcopy") if quick else MEMORY_VARIANTS
     memory = []
     for label in labels:
-        peaks = {variant: peak_extra_mb(label, variant) for variant in memory_variants}
+        peaks = peak_extra_mb(label, memory_variants)
         params_mb = next(r["params"] for r in rows if r["model"] == label) * 4 / 2**20
         memory.append({"model": label, "params_mb": params_mb, **{f"{v}_mb": mb for v, mb in peaks.items()},
                        "safe_vs_deepcopy": peaks["safe_deepcopy"] / peaks["deepcopy"]})
