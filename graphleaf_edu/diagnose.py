@@ -159,7 +159,14 @@ def describe(t: torch.Tensor) -> TensorInfo:
 
 
 def find_nonleaf(obj: Any) -> Findings:
-    """Every tensor reachable from ``obj`` that makes ``copy.deepcopy(obj)`` raise, by path."""
+    """Every tensor reachable from ``obj`` that makes ``copy.deepcopy(obj)`` raise, by path.
+
+    One finding per tensor object, on a shortest path, breadth-first:
+    ``eval("root" + finding.path, {"root": obj}) is finding.tensor``. Names that are not
+    identifiers are indexed (``[0]``, ``['my-layer']``, ``[(1, 'a')]``); a dict key without a
+    literal repr is named ``[list(root...)[i]]``, and a set member or a tensor used as a key
+    ``.__iter__().__reduce__()[1][0][i]`` (its position in iteration order).
+    """
     return _scan(obj)[0]
 
 
