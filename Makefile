@@ -18,6 +18,7 @@ lab: setup
 test: setup
 	$(PY) -m pytest tests
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu notebooks
+	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu student
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-gpu notebooks; \
@@ -39,6 +40,10 @@ kernels: $(STAMP)
 
 notebooks: setup
 	$(PY) tools/execute_notebooks.py notebooks
+
+# Student copies of the exercises: solutions stubbed, hidden tests and outputs removed (nbgrader rules).
+student: setup
+	$(PY) -m graphleaf_edu.exercises student notebooks/exercises student/exercises
 
 bench: setup
 	$(PY) -m bench
