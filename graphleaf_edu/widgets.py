@@ -3,8 +3,9 @@
 Each explorer is an ipywidgets box whose controls only call a plain function returning a view
 (``scenario_view``, ``playground_view``, ``loader_view``, ``fix_comparison_view``), so a checked
 notebook cell can print the same result and tests need no browser. Text is shown escaped in
-``widgets.HTML`` and graphs as PNG in ``widgets.Image``, which renders in untrusted notebooks;
-``widgets.Output`` is never used (outside a front end its capture leaks to stdout).
+``widgets.HTML``; graphs are SVG in a ``widgets.Image`` (an ``<img>``, so no script and no notebook
+trust involved; Graphviz writes SVG about three times faster than PNG). ``widgets.Output`` is never
+used: outside a front end its capture leaks to stdout.
 """
 from __future__ import annotations
 
@@ -52,12 +53,12 @@ _pictures: OrderedDict[str, bytes] = OrderedDict()
 
 
 def picture(graph: AutogradGraph) -> bytes:
-    """The graph as PNG; rendered once per distinct DOT source (ids are deterministic, so views repeat)."""
+    """The graph as SVG bytes; rendered once per distinct DOT source (ids are deterministic, so views repeat)."""
     key = graph.source
     if key in _pictures:
         _pictures.move_to_end(key)
     else:
-        _pictures[key] = graph.png()
+        _pictures[key] = graph.svg().encode("utf-8")
         if len(_pictures) > _PICTURE_CACHE_SIZE:
             _pictures.popitem(last=False)
     return _pictures[key]
@@ -110,7 +111,7 @@ def _scenario_view(key: str, fix_key: str) -> ScenarioView:
     scenario = SCENARIOS[key]
     outcome = scenario.run(fix_key)
     graph, caption = _copy_graph(scenario, outcome)
-    png, hint = _picture_or_hint(graph)
+    svg, hint = _picture_or_hint(graph)
     return ScenarioView(
         scenario=key,
         fix=fix_key,
@@ -120,7 +121,7 @@ def _scenario_view(key: str, fix_key: str) -> ScenarioView:
         result_text=_result_text(scenario, outcome),
         caption=caption + (f"\n{hint}" if hint else ""),
         graph=graph,
-        picture=png,
+        picture=svg,
     )
 
 
@@ -321,9 +322,9 @@ def playground_view(expression: str) -> PlaygroundView:
                                                "describe() and the graph need a tensor." + notes)
     names = _names_in_graph({_label(text): result, **_namespace_tensors(namespace)}, [result])
     graph = draw(result, names=names, highlight=result)
-    png, hint = _picture_or_hint(graph)
+    svg, hint = _picture_or_hint(graph)
     message = f"{text} is a {'leaf' if result.is_leaf else 'non-leaf'} tensor" + notes + (f"\n{hint}" if hint else "")
-    return PlaygroundView(expression, True, message, describe(result), graph, png)
+    return PlaygroundView(expression, True, message, describe(result), graph, svg)
 
 
 def _playground_message(expression: str, message: str) -> PlaygroundView:
@@ -413,21 +414,25 @@ class FixComparison:
         return "\n".join(lines)
 
     def html(self) -> str:
-        head = "".join(f"<th>{h}</th>" for h in ("fix", "copy works", "original untouched", "result", "cost"))
-        body = "".join(
-            f"<tr><td><code>{_esc(r.title)}</code></td><td>{_yes(r.works)}</td><td>{_yes(r.keeps_original)}</td>"
-            f"<td>{_esc(r.result)}</td><td>{_esc(r.cost)}</td></tr>" for r in self.rows)
-        return f"<b>{_esc(self.title)}</b><table class='graphleaf-table'><tr>{head}</tr>{body}</table>"
+        rows = [(r.title, _yes(r.works), _yes(r.keeps_original), r.result, r.cost) for r in self.rows]
+        table = _html_table(("fix", "copy works", "original untouched", "result", "cost"), rows)
+        return f"<b>{_esc(self.title)}</b>{table}"
 
 
 def fix_comparison_view(scenario: str) -> FixComparison:
-    """Run every fix of ``SCENARIOS[scenario]`` (through the cached ``scenario_view`` runs)."""
-    chosen = _scenario(scenario)
+    """Run every fix of ``SCENARIOS[scenario]`` (cached: the code is seeded; no pictures are drawn)."""
+    return _fix_comparison(_scenario(scenario).key)
+
+
+@functools.cache
+def _fix_comparison(key: str) -> FixComparison:
+    scenario = SCENARIOS[key]
     rows = []
-    for fix in chosen.fixes:
-        view = scenario_view(chosen.key, fix.key)
-        rows.append(FixRow(fix.key, fix.title, view.ok, view.error_line or "ok", not fix.mutates_original, fix.cost))
-    return FixComparison(chosen.key, chosen.title, tuple(rows))
+    for fix in scenario.fixes:
+        outcome = scenario.run(fix.key)
+        rows.append(FixRow(fix.key, fix.title, outcome.ok, outcome.error_line or "ok", not fix.mutates_original,
+                           fix.cost))
+    return FixComparison(key, scenario.title, tuple(rows))
 
 
 def _yes(flag: bool) -> str:
@@ -445,21 +450,30 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+_CELL = "style='padding: 2px 8px; border-bottom: 1px solid #bbb; text-align: left; vertical-align: top'"
+
+
+def _html_table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    head = "".join(f"<th {_CELL}>{_esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td {_CELL}>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table style='border-collapse: collapse'><tr>{head}</tr>{body}</table>"
+
+
 def _pre(text: str) -> str:
     return f"<pre style='white-space: pre-wrap; margin: 0'>{_esc(text)}</pre>"
 
 
 def _graph_image(css_class: str) -> widgets.Image:
-    image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", display="none"))
+    image = widgets.Image(format="svg+xml", layout=widgets.Layout(max_width="100%", display="none"))
     image.add_class(css_class)
     return image
 
 
-def _show_picture(image: widgets.Image, png: bytes | None) -> None:
-    if png is None:
+def _show_picture(image: widgets.Image, svg: bytes | None) -> None:
+    if svg is None:
         image.layout.display = "none"
     else:
-        image.value = png
+        image.value = svg
         image.layout.display = None
 
 
@@ -528,6 +542,11 @@ def _fix_options(scenario: Scenario) -> list[tuple[str, str]]:
     return [(f"{fix.key}: {fix.title}", fix.key) for fix in scenario.fixes]
 
 
+def _info_html(info: TensorInfo) -> str:
+    """describe()'s fields as one compact row."""
+    return _html_table(list(vars(info)), [[repr(value) for value in vars(info).values()]])
+
+
 class LeafPlayground(widgets.VBox):
     """Type an expression over x, w, b (or pick one) and see describe() and the graph of the result."""
 
@@ -557,7 +576,7 @@ class LeafPlayground(widgets.VBox):
         view = playground_view(self.expression.value)
         style = "" if view.ok else " style='color: #B04000'"
         self.message.value = f"<div{style}>{_pre(view.message)}</div>"
-        self.info.value = view.info._repr_html_() if view.info is not None else ""
+        self.info.value = _info_html(view.info) if view.info is not None else ""
         _show_picture(self.graph, view.picture)
 
 
@@ -566,11 +585,13 @@ class DataLoaderLab(widgets.VBox):
 
     def __init__(self):
         methods = multiprocessing.get_all_start_methods()  # the platform's default first
-        self.start_method = widgets.Dropdown(options=methods, value=methods[0], description="start method")
-        self.num_workers = widgets.Dropdown(options=[0, 1, 2], value=1, description="num_workers")
-        self.batch_size = widgets.Dropdown(options=[("4", 4), ("None", None)], value=4, description="batch_size")
-        self.deepcopy_in_getitem = widgets.Checkbox(value=True, description="deepcopy in __getitem__")
-        self.detach_at_construction = widgets.Checkbox(value=False, description="detach at construction")
+        label = {"style": {"description_width": "initial"}}
+        self.start_method = widgets.Dropdown(options=methods, value=methods[0], description="start method", **label)
+        self.num_workers = widgets.Dropdown(options=[0, 1, 2], value=1, description="num_workers", **label)
+        self.batch_size = widgets.Dropdown(options=[("4", 4), ("None", None)], value=4, description="batch_size",
+                                           **label)
+        self.deepcopy_in_getitem = widgets.Checkbox(value=True, description="deepcopy in __getitem__", **label)
+        self.detach_at_construction = widgets.Checkbox(value=False, description="detach at construction", **label)
         self.run = widgets.Button(description="run DataLoader", button_style="primary")
         self.clear = widgets.Button(description="clear history")
         self.status = _html("graphleaf-loader-status",
@@ -602,7 +623,8 @@ class DataLoaderLab(widgets.VBox):
         details = (f"<details><summary>what the workers printed</summary>{_pre(outcome.worker_stderr)}</details>"
                    if outcome.worker_stderr else "")
         self.status.value = f"{_pre('latest: ' + outcome.summary())}<small>{outcome.elapsed_s:.1f} s</small>{details}"
-        self.table.value = _pre(view.table())
+        rows = [outcome.row() for outcome in view.history]
+        self.table.value = _html_table(list(rows[0]), [[str(value) for value in row.values()] for row in rows])
 
     def _on_clear(self, _button) -> None:
         self.history = ()

@@ -1,0 +1,230 @@
+"""The explorers in a real JupyterLab, driven in Chromium by Playwright.
+
+The server's root is a temporary copy of the notebooks (running cells never touches the repo),
+plus ``explorers.ipynb``, written here, with one of each explorer. Every notebook that shows an
+explorer is run with "Run All"; its widgets must render, then each explorer is clicked through.
+A screenshot per notebook goes to ``test-artifacts/screenshots/``.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jupyterlab_process import running_lab
+from notebook_files import NOTEBOOKS, ROOT, all_notebooks
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic"]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+EXPLORERS = {
+    "scenario_explorer": ".graphleaf-scenario-explorer",
+    "leaf_playground": ".graphleaf-leaf-playground",
+    "dataloader_lab": ".graphleaf-dataloader-lab",
+    "fix_comparison": ".graphleaf-fix-comparison",
+}
+OWN_NOTEBOOK = "explorers.ipynb"
+RUN_ALL_TIMEOUT_MS = 300_000
+WIDGET_TIMEOUT_MS = 30_000
+CLICK_TIMEOUT_MS = 20_000
+
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)", allow_module_level=True)
+
+
+def explorers_in(path: Path) -> list[str]:
+    code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    return [name for name in EXPLORERS if re.search(rf"\b{name}\(", code)]
+
+
+def notebooks_with_explorers() -> list[str]:
+    found = [str(p.relative_to(NOTEBOOKS)) for p in all_notebooks() if explorers_in(p)]
+    return [OWN_NOTEBOOK, *found]
+
+
+def write_own_notebook(path: Path) -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("import graphleaf_edu as gl")]
+    notebook.cells += [nbformat.v4.new_code_cell(f"gl.{name}()") for name in EXPLORERS]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(notebook, path)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("jupyterlab")
+    root = scratch / "notebooks"
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    write_own_notebook(root / OWN_NOTEBOOK)
+    with running_lab(root, scratch) as url:
+        yield url, root
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("name", notebooks_with_explorers())
+def test_explorers_render_and_respond_in_jupyterlab(lab, page, name):
+    url, root = lab
+    started = time.monotonic()
+    open_and_run_all(page, f"{url}/lab/tree/{name}")
+    try:
+        assert_every_widget_renders(page)
+        present = explorers_in(root / name)
+        assert present, f"{name} shows no explorer"
+        for explorer in present:
+            CHECKS[explorer](page, page.locator(EXPLORERS[explorer]).first)
+    finally:
+        first = page.locator(", ".join(EXPLORERS.values())).first
+        if first.count():
+            first.scroll_into_view_if_needed()
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / (Path(name).stem + ".png")))
+        shut_down_kernels(page)
+    print(f"{name}: {time.monotonic() - started:.1f} s")
+
+
+# --- driving JupyterLab ----------------------------------------------------------------------------
+
+KERNEL_IDLE = """() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.status === 'idle';
+}"""
+ALL_CELLS_RAN = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
+    .every(prompt => /\\[\\d+\\]/.test(prompt.textContent))"""
+
+
+def open_and_run_all(page, notebook_url: str) -> None:
+    page.goto(notebook_url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    # The notebook must be the focused widget, or run-all-cells runs nothing; its promise may
+    # never settle, so it is not awaited.
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
+    page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_ALL_TIMEOUT_MS)
+    page.wait_for_function(KERNEL_IDLE, timeout=RUN_ALL_TIMEOUT_MS)
+
+
+def assert_every_widget_renders(page) -> None:
+    outputs = page.locator(".jp-OutputArea-output")
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-Notebook').innerText.includes('Loading widget...')",
+        timeout=WIDGET_TIMEOUT_MS)
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "Error displaying widget" not in text
+    assert "Loading widget..." not in text
+    assert outputs.locator(".jupyter-widgets").count() > 0
+
+
+def shut_down_kernels(page) -> None:
+    page.evaluate("async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); return true; }")
+
+
+def image_fingerprint(image) -> tuple[int, int]:
+    """(length, hash) of the picture's bytes: a widget image's src is a fresh blob URL on every change."""
+    return tuple(image.evaluate("""async (img) => {
+        const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+        let hash = 0;
+        for (const b of bytes) hash = (hash * 31 + b) | 0;
+        return [bytes.length, hash];
+    }"""))
+
+
+def wait_for_text(locator, text: str) -> None:
+    playwright.expect(locator).to_contain_text(text, timeout=CLICK_TIMEOUT_MS)
+
+
+# --- one check per explorer -----------------------------------------------------------------------
+
+def check_scenario_explorer(page, explorer) -> None:
+    from graphleaf_edu import SCENARIOS
+
+    scenario = SCENARIOS["model_cache"]
+    selects = explorer.locator("select")
+    selects.nth(0).select_option(label=scenario.title)
+    selects.nth(1).select_option(label=f"none: {scenario.fix('none').title}")
+    explorer.get_by_role("button", name="deepcopy").click()
+    result = explorer.locator(".graphleaf-scenario-result")
+    wait_for_text(result, "RuntimeError: Only Tensors created explicitly by the user (graph leaves) "
+                          "support the deepcopy protocol")
+    image = explorer.locator("img.graphleaf-scenario-graph")
+    playwright.expect(image).to_be_visible(timeout=CLICK_TIMEOUT_MS)
+    failing = image_fingerprint(image)
+    assert failing[0] > 1000
+
+    failing_src = image.get_attribute("src")
+    selects.nth(1).select_option(label=f"safe_deepcopy: {scenario.fix('safe_deepcopy').title}")
+    wait_for_text(result, "✓ the copy worked")
+    page.wait_for_function("([img, before]) => img.src !== before",
+                           arg=[image.element_handle(), failing_src], timeout=CLICK_TIMEOUT_MS)
+    assert image_fingerprint(image) != failing
+    assert image.evaluate("img => img.naturalWidth") > 0
+
+
+def check_leaf_playground(page, explorer) -> None:
+    expression = explorer.locator("input[type=text]")
+    message = explorer.locator(".graphleaf-playground-message")
+    expression.fill("x +")
+    expression.press("Enter")
+    wait_for_text(message, "That is not valid Python")
+    expression.fill("w @ x + b")
+    expression.press("Enter")
+    wait_for_text(message, "w @ x + b is a non-leaf tensor")
+    playwright.expect(explorer.locator("img.graphleaf-playground-graph")).to_be_visible(timeout=CLICK_TIMEOUT_MS)
+
+
+def check_dataloader_lab(page, explorer) -> None:
+    status = explorer.locator(".graphleaf-loader-status")
+    # Record every text the status shows, so a short "running…" cannot slip between two polls.
+    status.evaluate("""el => {
+        window.graphleafStatusSeen = [];
+        new MutationObserver(() => window.graphleafStatusSeen.push(el.innerText))
+            .observe(el, {subtree: true, childList: true, characterData: true});
+    }""")
+    explorer.get_by_role("button", name="run DataLoader").click()
+    table = explorer.locator(".graphleaf-loader-table")
+    wait_for_text(table, "deepcopy in __getitem__")
+    assert any("running…" in seen for seen in page.evaluate("() => window.graphleafStatusSeen"))
+    assert "latest:" in status.inner_text()
+
+
+def check_fix_comparison(page, explorer) -> None:
+    from graphleaf_edu import SCENARIOS
+
+    explorer.locator("select").select_option(label=SCENARIOS["old_weight_norm"].title)
+    wait_for_text(explorer.locator(".graphleaf-fix-table"), "torch.nn.utils.parametrizations.weight_norm")
+
+
+CHECKS = {
+    "scenario_explorer": check_scenario_explorer,
+    "leaf_playground": check_leaf_playground,
+    "dataloader_lab": check_dataloader_lab,
+    "fix_comparison": check_fix_comparison,
+}
