@@ -27,6 +27,8 @@ _KIND_STYLE = {
     "non_leaf": {"shape": "hexagon", "fillcolor": "#E69F00"},  # orange
     "saved": {"shape": "note", "fillcolor": "#F0E442"},  # yellow
     "collapsed": {"shape": "box", "style": "dashed,filled", "fillcolor": "white"},
+    # a legend entry for a highlight mark: the border is what counts, on any kind of node
+    "mark": {"shape": "box", "style": "rounded,filled", "fillcolor": "#FFFFFF"},
 }
 _CANNOT_COPY = "cannot deepcopy"
 _COPY_OK = "copy OK"
@@ -40,8 +42,8 @@ _LEGEND = (
     ("always", "grad_fn", None, "grad_fn node\\nbackward op, incl. AccumulateGrad"),
     ("always", "non_leaf", None, "non-leaf tensor\\nmade by the grad_fn pointing at it"),
     ("saved", "saved", None, "saved tensor\\nkept for backward()"),
-    (_CANNOT_COPY, "non_leaf", _CANNOT_COPY, "highlighted:\\ncannot deepcopy"),
-    (_COPY_OK, "leaf", _COPY_OK, "highlighted:\\ncopy OK"),
+    (_CANNOT_COPY, "mark", _CANNOT_COPY, "highlighted:\\ncannot deepcopy"),
+    (_COPY_OK, "mark", _COPY_OK, "highlighted:\\ncopy OK"),
 )
 _NODE_ATTR = {"style": "filled", "shape": "box", "align": "left", "fontsize": "10",
               "height": "0.2", "fontname": "monospace"}

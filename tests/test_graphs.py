@@ -620,3 +620,15 @@ def test_counts_match_an_independent_walk(leaf_count, program):
     nodes, _, edges = parse(graph.source)
     assert len(nodes) == graph.counts.nodes
     assert all(t in nodes and h in nodes for t, h, _ in edges)
+
+
+def test_highlight_legend_entries_show_the_border_on_a_neutral_node():
+    """A highlighted tensor may be a leaf (box) or a non-leaf (hexagon): the legend must not
+    suggest one of those shapes, only the border."""
+    _, legend, _ = parse(_palette_graph().source)
+    marks = [a for a in legend.values() if "highlighted" in a["label"]]
+    tensor_shapes = {a["shape"] + a.get("style", "") for a in legend.values() if "highlighted" not in a["label"]}
+    assert len(marks) == 2
+    for attrs in marks:
+        assert attrs["fillcolor"] == "#FFFFFF" and "rounded" in attrs["style"]
+        assert attrs["shape"] + attrs["style"] not in tensor_shapes
