@@ -1,6 +1,8 @@
 """safe_deepcopy against copy.deepcopy and the state_dict routes, on ~1M, ~25M and ~100M parameters.
 
-Times are medians measured in this run; every ratio divides by a baseline measured alongside it.
+Times are medians of CPU seconds (``time.process_time``, one torch thread) measured in this run:
+the machine is shared, and wall-clock medians swung by 10x with other people's load. Every ratio
+divides by a baseline measured alongside it, the variants taking turns.
 Peak extra memory: each variant runs once in a fresh interpreter that builds the model, resets the
 kernel's resident-set high-water mark (``/proc/self/clear_refs`` <- 5), runs the variant while
 keeping its result, and reports ``VmHWM - VmRSS before``. Tensor storage lives outside Python's
@@ -16,18 +18,19 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from bench.harness import format_table, measure
+from bench.harness import format_table
 from graphleaf_edu.copying import _deepcopy_detached, safe_deepcopy
 from graphleaf_edu.diagnose import _scan
 
 DEPTH = 4
 WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers: ~width**2 * DEPTH
-REPEATS = {"1M": 15, "25M": 7, "100M": 3}
+REPEATS = {"1M": 14, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -88,16 +91,24 @@ VARIANTS = {
 MEMORY_VARIANTS = ("deepcopy", "safe_deepcopy", "state_dict_bytesio", "load_state_dict", "safe_deepcopy_cached")
 
 
+def cpu_seconds(fn) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
 def time_size(label: str, repeats: int) -> dict:
-    """Median seconds per variant, the variants taking turns so that they share the allocator's
-    state (fresh pages are costly: a variant timed alone first would pay for everyone)."""
+    """Median CPU seconds per variant. The variants take turns, each leading a turn as often as
+    the others: fresh pages are costly here, and whoever runs after a big free pays for them."""
     width = WIDTHS[label]
     models = {cached: build(width, cached) for cached in (False, True)}
     row = {"model": label, "params": sum(p.numel() for p in models[False].parameters())}
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    names = list(VARIANTS)
     for turn in range(repeats + 1):
-        for name, (cached, fn) in VARIANTS.items():
-            seconds = measure(functools.partial(fn, models[cached]), repeats=1, warmup=0).median_s
+        for name in names[turn % len(names):] + names[: turn % len(names)]:  # each goes first in turn
+            cached, fn = VARIANTS[name]
+            seconds = cpu_seconds(functools.partial(fn, models[cached]))
             if turn:  # the first turn is the warm-up
                 samples[name].append(seconds)
             gc.collect()
@@ -154,9 +165,14 @@ def _status_kb(field: str) -> int:
 
 def run(quick: bool = False) -> dict:
     labels = ("1M",) if quick else tuple(WIDTHS)
-    rows = [time_size(label, 3 if quick else REPEATS[label]) for label in labels]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # CPU time then equals the time one core spends
+    try:
+        rows = [time_size(label, 3 if quick else REPEATS[label]) for label in labels]
+    finally:
+        torch.set_num_threads(threads)
     print(format_table(
-        ["model", "params", "deepcopy s", "safe/deepcopy", "walk-first/deepcopy", "safe/bytesio",
+        ["model", "params", "deepcopy cpu s", "safe/deepcopy", "walk-first/deepcopy", "safe/bytesio",
          "safe/load_state_dict", "cached: safe/deepcopy", "cached: walk-first/deepcopy"],
         [[r["model"], f"{r['params']:,}", r["deepcopy_s"], r["safe_vs_deepcopy"], r["walk_first_vs_deepcopy"],
           r["safe_vs_bytesio"], r["safe_vs_load_state_dict"], r["safe_cached_vs_deepcopy"],
@@ -175,7 +191,7 @@ def run(quick: bool = False) -> dict:
         [[m["model"], m["params_mb"], *[m[f"{v}_mb"] for v in memory_variants], m["safe_vs_deepcopy"]]
          for m in memory],
     ))
-    return {"depth": DEPTH, "torch": torch.__version__, "threads": torch.get_num_threads(),
+    return {"depth": DEPTH, "torch": torch.__version__, "clock": "process_time, 1 torch thread",
             "memory_method": "fresh process per variant; VmHWM - VmRSS after clear_refs=5",
             "timing": rows, "peak_memory": memory}
 

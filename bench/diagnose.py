@@ -1,16 +1,19 @@
 """find_nonleaf on a ~1,000-submodule model and on 100,000-element lists, against bare walks.
 
 Baselines measured in the same run: ``list(model.named_modules())``; for lists, bare iteration and
-a loop that only reads ``is_leaf``; and ``copy.deepcopy`` of the same object, for scale.
+a loop that only reads ``is_leaf``; and ``copy.deepcopy`` of the same object, for scale. Times are
+medians of CPU seconds (``time.process_time``): the machine is shared, wall clocks swing.
 """
 from __future__ import annotations
 
 import copy
+import statistics
 
 import torch
 from torch import nn
 
-from bench.harness import format_table, measure
+from bench.copying import cpu_seconds
+from bench.harness import format_table
 from graphleaf_edu.diagnose import find_nonleaf
 
 ITEMS = 100_000
@@ -46,16 +49,21 @@ def _is_leaf_loop(items: list) -> int:
     return sum(1 for t in items if not t.is_leaf)
 
 
+def cpu_median_s(fn, repeats: int) -> float:
+    fn()  # warm-up
+    return statistics.median(cpu_seconds(fn) for _ in range(repeats))
+
+
 def _row(name: str, subject, size: int, baseline_name: str, baseline, repeats: int) -> dict:
     found = len(find_nonleaf(subject))
-    ours = measure(lambda: find_nonleaf(subject), repeats=repeats, warmup=1).median_s
-    base = measure(lambda: baseline(subject), repeats=repeats, warmup=1).median_s
+    ours = cpu_median_s(lambda: find_nonleaf(subject), repeats)
+    base = cpu_median_s(lambda: baseline(subject), repeats)
     return {"case": name, "size": size, "found": found, "find_nonleaf_ms": ours * 1e3,
             "baseline": baseline_name, "baseline_ms": base * 1e3, "ratio": ours / base}
 
 
 def _with_deepcopy(row: dict, subject, repeats: int) -> dict:
-    seconds = measure(lambda: copy.deepcopy(subject), repeats=repeats, warmup=0).median_s
+    seconds = cpu_median_s(lambda: copy.deepcopy(subject), repeats)
     return {**row, "deepcopy_ms": seconds * 1e3, "vs_deepcopy": row["find_nonleaf_ms"] / (seconds * 1e3)}
 
 
