@@ -17,7 +17,7 @@ import multiprocessing
 import re
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,13 +33,13 @@ from graphleaf_edu.scenarios import NONE, SCENARIOS, Outcome, Scenario
 __all__ = [
     "PLAYGROUND_EXAMPLES",
     "FixComparison",
-    "FixRow",
     "LoaderView",
     "PlaygroundView",
     "ScenarioView",
     "dataloader_lab",
     "fix_comparison",
     "fix_comparison_view",
+    "fix_summary",
     "leaf_playground",
     "loader_view",
     "playground_namespace",
@@ -387,56 +387,54 @@ def loader_view(
 
 # --- fix comparison ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FixRow:
-    fix: str
-    title: str
-    works: bool
-    result: str
-    keeps_original: bool
-    cost: str
+Measure = Callable[[Scenario, str], Mapping[str, Any]]
+
+
+def fix_summary(scenario: Scenario, fix: str) -> dict[str, Any]:
+    """The fix comparison's default columns: the live outcome, and what the fix declares it costs."""
+    declared = scenario.fix(fix)
+    outcome = scenario.run(fix)
+    return {"how": declared.title, "works": outcome.ok, "original untouched": not declared.mutates_original,
+            "result": outcome.error_line or "ok", "cost": declared.cost}
 
 
 @dataclass(frozen=True)
 class FixComparison:
-    """Every fix of one scenario, run: which copy works, and at what price."""
+    """Every fix of one scenario, each measured into the same columns."""
 
     scenario: str
     title: str
-    rows: tuple[FixRow, ...]
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]  # one per fix: the fix key, then a value per column
+
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name) + 1
+        return [row[index] for row in self.rows]
 
     def table(self) -> str:
-        headers = ("fix", "copy works", "original untouched", "result")
-        cells = [headers] + [(r.title, _yes(r.works), _yes(r.keeps_original), r.result) for r in self.rows]
-        widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+        cells = [("fix", *self.columns)] + [tuple(map(str, row)) for row in self.rows]
+        widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
         lines = [" | ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells]
         lines.insert(1, "-+-".join("-" * w for w in widths))
         return "\n".join(lines)
 
     def html(self) -> str:
-        rows = [(r.title, _yes(r.works), _yes(r.keeps_original), r.result, r.cost) for r in self.rows]
-        table = _html_table(("fix", "copy works", "original untouched", "result", "cost"), rows)
+        table = _html_table(("fix", *self.columns), [map(str, row) for row in self.rows])
         return f"<b>{_esc(self.title)}</b>{table}"
 
 
-def fix_comparison_view(scenario: str) -> FixComparison:
-    """Run every fix of ``SCENARIOS[scenario]`` (cached: the code is seeded; no pictures are drawn)."""
-    return _fix_comparison(_scenario(scenario).key)
+def fix_comparison_view(scenario: str, measure: Measure = fix_summary) -> FixComparison:
+    """``measure(scenario, fix)`` for every fix of ``SCENARIOS[scenario]`` (cached per measure: runs are seeded)."""
+    return _fix_comparison(_scenario(scenario).key, measure)
 
 
 @functools.cache
-def _fix_comparison(key: str) -> FixComparison:
+def _fix_comparison(key: str, measure: Measure) -> FixComparison:
     scenario = SCENARIOS[key]
-    rows = []
-    for fix in scenario.fixes:
-        outcome = scenario.run(fix.key)
-        rows.append(FixRow(fix.key, fix.title, outcome.ok, outcome.error_line or "ok", not fix.mutates_original,
-                           fix.cost))
-    return FixComparison(key, scenario.title, tuple(rows))
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "NO"
+    measured = {fix: dict(measure(scenario, fix)) for fix in scenario.fix_keys()}
+    columns = tuple(next(iter(measured.values())))
+    rows = tuple((fix, *(values[name] for name in columns)) for fix, values in measured.items())
+    return FixComparison(key, scenario.title, columns, rows)
 
 
 def model_scenarios() -> list[str]:
@@ -634,7 +632,7 @@ class DataLoaderLab(widgets.VBox):
 class FixComparisonExplorer(widgets.VBox):
     """Choose a model and see which fixes make it copyable, and what each one costs."""
 
-    def __init__(self, scenario: str):
+    def __init__(self, scenario: str, measure: Measure):
         keys = model_scenarios()
         chosen = _scenario(scenario).key
         if chosen not in keys:
@@ -642,13 +640,14 @@ class FixComparisonExplorer(widgets.VBox):
         self.model = widgets.Dropdown(options=[(SCENARIOS[k].title, k) for k in keys], value=chosen,
                                       description="model", layout=widgets.Layout(width="min(100%, 44em)"))
         self.table = _html("graphleaf-fix-table")
+        self._measure = measure
         self.model.observe(lambda change: self._refresh(), "value")
         super().__init__([self.model, self.table])
         self.add_class("graphleaf-fix-comparison")
         self._refresh()
 
     def _refresh(self) -> None:
-        self.table.value = fix_comparison_view(self.model.value).html()
+        self.table.value = fix_comparison_view(self.model.value, self._measure).html()
 
 
 def scenario_explorer(scenario: str = "intermediate_tensor", fix: str = NONE) -> ScenarioExplorer:
@@ -666,6 +665,10 @@ def dataloader_lab() -> DataLoaderLab:
     return DataLoaderLab()
 
 
-def fix_comparison(model: str = "model_cache") -> FixComparisonExplorer:
-    """Pick a model (a cache, old weight_norm, ...) and see which fixes make it copyable."""
-    return FixComparisonExplorer(model)
+def fix_comparison(model: str = "model_cache", measure: Measure = fix_summary) -> FixComparisonExplorer:
+    """Pick a model (a cache, old weight_norm, ...) and see which fixes make it copyable.
+
+    ``measure(scenario, fix) -> {column: value}`` fills the table (default ``fix_summary``); a
+    notebook can pass the measuring function it built, so the widget shows its columns.
+    """
+    return FixComparisonExplorer(model, measure)

@@ -171,15 +171,30 @@ def test_loader_view_runs_real_workers():
 def test_fix_comparison_runs_every_fix_of_a_model(key):
     comparison = widgets.fix_comparison_view(key)
     scenario = SCENARIOS[key]
-    assert [row.fix for row in comparison.rows] == scenario.fix_keys()
-    for row in comparison.rows:
-        fix = scenario.fix(row.fix)
-        assert row.works == scenario.run(row.fix).ok
-        assert row.keeps_original is not fix.mutates_original
-    assert not comparison.rows[0].works and comparison.rows[0].result.startswith("RuntimeError: Only Tensors")
+    assert [row[0] for row in comparison.rows] == scenario.fix_keys()
+    assert comparison.column("works") == [scenario.run(fix).ok for fix in scenario.fix_keys()]
+    assert comparison.column("original untouched") == [not fix.mutates_original for fix in scenario.fixes]
+    assert comparison.column("result")[0].startswith("RuntimeError: Only Tensors")
     lines = comparison.table().splitlines()
-    assert lines[0].startswith("fix") and len(lines) == len(scenario.fixes) + 2
+    assert lines[0].split(" | ")[0].strip() == "fix" and len(lines) == len(scenario.fixes) + 2
     assert comparison.html().count("<tr>") == len(scenario.fixes) + 1
+
+
+def test_fix_comparison_takes_a_notebook_measure_and_caches_per_measure():
+    calls = []
+
+    def shares_memory(scenario, fix):
+        calls.append(fix)
+        outcome = scenario.run(fix)
+        return {"works": outcome.ok, "copy is original": outcome.copied is outcome.original}
+
+    first = widgets.fix_comparison_view("pruning", shares_memory)
+    assert first.columns == ("works", "copy is original")
+    assert first.rows == (("none", False, False), ("prune_remove", True, False), ("safe_deepcopy", True, False))
+    assert widgets.fix_comparison_view("pruning", shares_memory) is first and len(calls) == 3
+    assert widgets.fix_comparison_view("pruning").columns[0] == "how"
+    explorer = widgets.fix_comparison("pruning", measure=shares_memory)
+    assert ">copy is original</th>" in explorer.table.value
 
 
 def test_fix_comparison_offers_models_only():
