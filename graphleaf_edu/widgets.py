@@ -481,7 +481,13 @@ def _html(css_class: str, value: str = "") -> widgets.HTML:
     return box
 
 
-class ScenarioExplorer(widgets.VBox):
+class _Explorer(widgets.VBox):
+    def __repr__(self) -> str:
+        # The text/plain shown where widgets cannot render (a notebook viewer, a terminal).
+        return f"{type(self).__name__}: an interactive explorer; run this cell in Jupyter to use it"
+
+
+class ScenarioExplorer(_Explorer):
     """Pick a scenario and a fix, press deepcopy; after the first press every change re-runs at once."""
 
     def __init__(self, scenario: str, fix: str):
@@ -545,7 +551,7 @@ def _info_html(info: TensorInfo) -> str:
     return _html_table(list(vars(info)), [[repr(value) for value in vars(info).values()]])
 
 
-class LeafPlayground(widgets.VBox):
+class LeafPlayground(_Explorer):
     """Type an expression over x, w, b (or pick one) and see describe() and the graph of the result."""
 
     def __init__(self, expression: str):
@@ -578,7 +584,7 @@ class LeafPlayground(widgets.VBox):
         _show_picture(self.graph, view.picture)
 
 
-class DataLoaderLab(widgets.VBox):
+class DataLoaderLab(_Explorer):
     """Choose a DataLoader configuration, run it for real, and keep every outcome in a table."""
 
     def __init__(self):
@@ -629,7 +635,7 @@ class DataLoaderLab(widgets.VBox):
         self.table.value = ""
 
 
-class FixComparisonExplorer(widgets.VBox):
+class FixComparisonExplorer(_Explorer):
     """Choose a model and see which fixes make it copyable, and what each one costs."""
 
     def __init__(self, scenario: str, measure: Measure):

@@ -278,3 +278,9 @@ def test_package_exports_the_four_explorers():
 
     for name in ("scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison"):
         assert getattr(gl, name) is getattr(widgets, name) and name in gl.__all__
+
+
+def test_explorers_have_a_short_plain_text_form():
+    for explorer in (widgets.scenario_explorer(), widgets.leaf_playground(), widgets.fix_comparison()):
+        text = explorer._repr_mimebundle_()["text/plain"]
+        assert text.startswith(type(explorer).__name__ + ": an interactive explorer") and "\n" not in text
