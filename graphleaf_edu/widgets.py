@@ -97,7 +97,8 @@ class ScenarioView:
 
 def scenario_view(scenario: str, fix: str = NONE) -> ScenarioView:
     """Run ``fix`` of ``SCENARIOS[scenario]`` (cached: the code is seeded) and describe what happened."""
-    return _scenario_view(_scenario(scenario).key, _scenario(scenario).fix(fix).key)
+    chosen = _scenario(scenario)
+    return _scenario_view(chosen.key, chosen.fix(fix).key)
 
 
 def _scenario(key: str) -> Scenario:
@@ -106,10 +107,16 @@ def _scenario(key: str) -> Scenario:
     return SCENARIOS[key]
 
 
+def _keeping_random_state():
+    """The scenarios seed torch: a click in an explorer must not change the notebook's random numbers."""
+    return torch.random.fork_rng(devices=[])
+
+
 @functools.cache
 def _scenario_view(key: str, fix_key: str) -> ScenarioView:
     scenario = SCENARIOS[key]
-    outcome = scenario.run(fix_key)
+    with _keeping_random_state():
+        outcome = scenario.run(fix_key)
     graph, caption = _copy_graph(scenario, outcome)
     svg, hint = _picture_or_hint(graph)
     return ScenarioView(
@@ -310,7 +317,8 @@ def playground_view(expression: str) -> PlaygroundView:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            result = eval(code, {"__builtins__": _SAFE_BUILTINS}, namespace)
+            with _keeping_random_state():
+                result = eval(code, {"__builtins__": _SAFE_BUILTINS}, namespace)
         except NameError as error:
             return _playground_message(expression, f"{error}. Names you can use: {usable}.")
         except Exception as error:  # noqa: BLE001 (any mistake in the typed text becomes a message)
@@ -378,10 +386,11 @@ def loader_view(
     timeout: float = LOADER_TIMEOUT_S,
 ) -> LoaderView:
     """Run one real DataLoader configuration (``run_loader``, so it cannot hang) after ``history``."""
-    outcome = run_loader(start_method=start_method, num_workers=num_workers,
-                         deepcopy_in_getitem=deepcopy_in_getitem,
-                         detach_at_construction=detach_at_construction,
-                         batch_size=batch_size, timeout=timeout)
+    with _keeping_random_state():  # the DataLoader draws its workers' base seed from torch's generator
+        outcome = run_loader(start_method=start_method, num_workers=num_workers,
+                             deepcopy_in_getitem=deepcopy_in_getitem,
+                             detach_at_construction=detach_at_construction,
+                             batch_size=batch_size, timeout=timeout)
     return LoaderView(outcome, (*tuple(history), outcome))
 
 
@@ -431,7 +440,8 @@ def fix_comparison_view(scenario: str, measure: Measure = fix_summary) -> FixCom
 @functools.cache
 def _fix_comparison(key: str, measure: Measure) -> FixComparison:
     scenario = SCENARIOS[key]
-    measured = {fix: dict(measure(scenario, fix)) for fix in scenario.fix_keys()}
+    with _keeping_random_state():
+        measured = {fix: dict(measure(scenario, fix)) for fix in scenario.fix_keys()}
     columns = tuple(next(iter(measured.values())))
     rows = tuple((fix, *(values[name] for name in columns)) for fix, values in measured.items())
     return FixComparison(key, scenario.title, columns, rows)

@@ -2,6 +2,7 @@
 import collections
 
 import pytest
+import torch
 
 from graphleaf_edu import SCENARIOS, describe, widgets
 from graphleaf_edu.scenarios import NONE
@@ -284,3 +285,14 @@ def test_explorers_have_a_short_plain_text_form():
     for explorer in (widgets.scenario_explorer(), widgets.leaf_playground(), widgets.fix_comparison()):
         text = explorer._repr_mimebundle_()["text/plain"]
         assert text.startswith(type(explorer).__name__ + ": an interactive explorer") and "\n" not in text
+
+
+def test_views_leave_the_notebooks_random_state_alone():
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    widgets._scenario_view.cache_clear()
+    widgets.scenario_view("model_cache", "safe_deepcopy")  # its code calls torch.manual_seed(0)
+    widgets.playground_view("torch.randn(3) * x")
+    widgets.loader_view(start_method="fork", num_workers=0, deepcopy_in_getitem=False, detach_at_construction=True)
+    widgets.fix_comparison_view("forward_hook", lambda scenario, fix: {"ok": scenario.run(fix).ok})
+    assert torch.equal(torch.get_rng_state(), before)
