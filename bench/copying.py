@@ -30,7 +30,7 @@ from graphleaf_edu.diagnose import _scan
 
 DEPTH = 4
 WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers: ~width**2 * DEPTH
-REPEATS = {"1M": 14, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
+REPEATS = {"1M": 28, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -168,7 +168,7 @@ def run(quick: bool = False) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # CPU time then equals the time one core spends
     try:
-        rows = [time_size(label, 3 if quick else REPEATS[label]) for label in labels]
+        rows = [time_size(label, 7 if quick else REPEATS[label]) for label in labels]
     finally:
         torch.set_num_threads(threads)
     print(format_table(
