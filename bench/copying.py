@@ -30,7 +30,8 @@ from graphleaf_edu.diagnose import _scan
 
 DEPTH = 4
 WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers: ~width**2 * DEPTH
-REPEATS = {"1M": 28, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
+REPEATS = {"1M": 14, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
+CALLS = {"1M": 10, "25M": 1, "100M": 1}  # calls per sample: one 1M copy takes ~1 ms, too short alone
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -91,10 +92,12 @@ VARIANTS = {
 MEMORY_VARIANTS = ("deepcopy", "safe_deepcopy", "state_dict_bytesio", "load_state_dict", "safe_deepcopy_cached")
 
 
-def cpu_seconds(fn) -> float:
+def cpu_seconds(fn, calls: int = 1) -> float:
+    """CPU seconds per call, over ``calls`` calls in a row."""
     start = time.process_time()
-    fn()
-    return time.process_time() - start
+    for _ in range(calls):
+        fn()
+    return (time.process_time() - start) / calls
 
 
 def time_size(label: str, repeats: int) -> dict:
@@ -108,7 +111,7 @@ def time_size(label: str, repeats: int) -> dict:
     for turn in range(repeats + 1):
         for name in names[turn % len(names):] + names[: turn % len(names)]:  # each goes first in turn
             cached, fn = VARIANTS[name]
-            seconds = cpu_seconds(functools.partial(fn, models[cached]))
+            seconds = cpu_seconds(functools.partial(fn, models[cached]), CALLS[label])
             if turn:  # the first turn is the warm-up
                 samples[name].append(seconds)
             gc.collect()
