@@ -6,6 +6,7 @@ answer is still nbgrader's stub (``raise NotImplementedError()``), or hints aime
 misconception behind a wrong answer, never the answer itself. Checks never raise, so "Run All"
 goes on; while nbgrader validates or autogrades (it sets ``NBGRADER_EXECUTION``), a check that
 does not pass raises ``AssertionError`` with its feedback, so nbgrader marks the cell failed.
+Test cells ``print(feedback)``: nbgrader would read a returned value as a partial score.
 
 Student copies come from nbgrader's own preprocessors, so they match what
 ``nbgrader generate_assignment`` releases (``make student`` runs this):
@@ -113,10 +114,10 @@ def _call(function: Any, what: str, *args: Any) -> Any:
                      "Call it in a cell of its own to see the full traceback.") from None
 
 
-def _require_callable(answer: Any, kind: str) -> str:
-    if isinstance(answer, type) and kind == "function" or not callable(answer):
-        raise _Wrong(f"pass your {kind} itself (its name, without calling it), not {type(answer).__name__}.")
-    return getattr(answer, "__name__", f"your {kind}")
+def _require_function(answer: Any) -> str:
+    if isinstance(answer, type) or not callable(answer):
+        raise _Wrong(f"pass your function itself (its name, without calling it), not {type(answer).__name__}.")
+    return getattr(answer, "__name__", "your function")
 
 
 def _require_class(answer: Any) -> str:
@@ -220,7 +221,7 @@ def leaf_flags(t: torch.Tensor) -> tuple[bool, bool, str | None]:
 @_exercise("Exercise 1 · leaf flags")
 def check_leaf_flags(predict: Callable[[], dict]) -> str:
     """``predict()`` returns ``{name: (is_leaf, requires_grad, grad_fn or None)}`` for c ... n."""
-    name = _require_callable(predict, "function")
+    name = _require_function(predict)
     predictions = _call(predict, f"{name}()")
     _check_prediction_keys(predictions, LEAF_QUIZ_NAMES, f"{name}()")
     tensors = leaf_quiz_tensors()
@@ -315,7 +316,7 @@ def copy_copy_facts() -> dict[str, bool]:
 @_exercise("Exercise 2 · what copy.copy returns")
 def check_copy_predictions(predict: Callable[[], dict]) -> str:
     """``predict()`` returns ``{question: True or False}`` for ``COPY_QUESTION_NAMES``."""
-    name = _require_callable(predict, "function")
+    name = _require_function(predict)
     predictions = _call(predict, f"{name}()")
     _check_prediction_keys(predictions, COPY_QUESTION_NAMES, f"{name}()")
     facts = copy_copy_facts()
@@ -360,7 +361,7 @@ def _graph_leaves(loss: torch.Tensor) -> list[torch.Tensor]:
 @_exercise("Exercise 2 · the cut, in code")
 def check_copy_cut(make_losses: Callable) -> str:
     """``make_losses(x)`` returns ``(loss_via_y, loss_via_copy)`` with ``y = x * 3``."""
-    name = _require_callable(make_losses, "function")
+    name = _require_function(make_losses)
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     loss_via_y, loss_via_copy = _losses_for(make_losses, name, x)
     if not loss_via_y.requires_grad or not _reaches(loss_via_y, x):
@@ -387,7 +388,7 @@ def draw_copy_cut(make_losses: Callable) -> AutogradGraph | Feedback:
     """
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     try:
-        loss_via_y, loss_via_copy = _losses_for(make_losses, _require_callable(make_losses, "function"), x)
+        loss_via_y, loss_via_copy = _losses_for(make_losses, _require_function(make_losses), x)
     except (_NotYet, _Wrong):
         return check_copy_cut(make_losses)
     names = {"x": x}
@@ -457,6 +458,8 @@ TAGGER_VARIANTS = (
 
 def culprit_model(variant: int = 0) -> Tagger:
     """A ``Tagger`` (options of ``TAGGER_VARIANTS[variant]``) that has tagged its batches."""
+    if variant not in range(len(TAGGER_VARIANTS)):
+        raise ValueError(f"variant is an index into TAGGER_VARIANTS, 0 to {len(TAGGER_VARIANTS) - 1}; got {variant!r}")
     options, batches, _ = TAGGER_VARIANTS[variant]
     generator = torch.Generator().manual_seed(variant)
     with torch.random.fork_rng(devices=[]):
@@ -484,7 +487,7 @@ def _resolve(model: nn.Module, path: str) -> Any:
                      "or \".labels['pos'][0]\".") from None
 
 
-def _why_not_culprit(model: nn.Module, path: str, value: Any) -> str:
+def _why_not_culprit(path: str, value: Any) -> str:
     where = f"root{path}"
     if isinstance(value, nn.Parameter):
         return (f"{where} is a parameter. Parameters are leaves (made directly, not computed), and "
@@ -503,7 +506,7 @@ def _why_not_culprit(model: nn.Module, path: str, value: Any) -> str:
 @_exercise("Exercise 3 · find it by hand")
 def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
     """``culprit_path()`` returns the path in ``culprit_model()`` of the tensor deepcopy rejects."""
-    name = _require_callable(culprit_path, "function")
+    name = _require_function(culprit_path)
     path = _call(culprit_path, f"{name}()")
     if not isinstance(path, str):
         raise _Wrong(f"{name}() should return the path as a string, like \".encoder.embed.weight\"; "
@@ -512,7 +515,7 @@ def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
     path = _normalise_path(path)
     value = _resolve(model, path)
     if not isinstance(value, torch.Tensor) or value.is_leaf:
-        raise _Wrong("that is not the tensor deepcopy rejects.", _why_not_culprit(model, path, value))
+        raise _Wrong("that is not the tensor deepcopy rejects.", _why_not_culprit(path, value))
     return (f"root{path} has grad_fn={_grad_fn(value)}: forward() computed it and the model kept it, "
             "graph and all.")
 
@@ -520,7 +523,7 @@ def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
 @_exercise("Exercise 3 · find them all with find_nonleaf")
 def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
     """``find_culprits(model)`` returns the paths of every tensor that breaks deepcopy of ``model``."""
-    name = _require_callable(find_culprits, "function")
+    name = _require_function(find_culprits)
     answers = []
     for variant, (options, _, expected) in enumerate(TAGGER_VARIANTS):
         model = culprit_model(variant)
@@ -530,7 +533,7 @@ def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
         extra = sorted(paths - set(expected))
         if extra:
             raise _Wrong(f"for {described} you listed root{extra[0]}, which deepcopy copies fine.",
-                         _why_not_culprit(model, extra[0], _resolve(model, extra[0])))
+                         _why_not_culprit(extra[0], _resolve(model, extra[0])))
         if paths != set(expected):
             missed = len(set(expected) - paths)
             raise _Wrong(f"for {described} your function misses {missed} of the {len(expected)} tensors "
@@ -554,7 +557,8 @@ def _finder_hint(answers: list[set[str]]) -> str:
     if len(answers) > 1 and all(paths == answers[0] for paths in answers):
         return ("It returns the same paths for every model: look at the model it is given, "
                 "not at the one in the notebook.")
-    return "find_nonleaf(model) walks everything deepcopy walks: attributes, dicts, lists, submodules."
+    return ("find_nonleaf(model) walks everything deepcopy walks: attributes, dicts, lists, submodules "
+            f"({FIND_LESSON}).")
 
 
 # --- Exercise 4: a Dataset that spawn workers can load ---------------------------------------------
@@ -637,7 +641,8 @@ def _spawn_hint(error: str) -> str:
         return ("a worker died before it could report an error, typically because it could not "
                 "import the dataset's class: keep the class in a module file, not in the notebook.")
     if "timed out" in error:
-        return f"no batch arrived within {SPAWN_TIMEOUT_S:.0f} s; run the DataLoader yourself with num_workers=0 to see why."
+        return (f"no batch arrived within {SPAWN_TIMEOUT_S:.0f} s; run the DataLoader yourself with "
+                "num_workers=0 to see why.")
     return "Run the same DataLoader with num_workers=0 in a cell to see the error in this process."
 
 
@@ -670,7 +675,7 @@ def check_cache_fix(model_class: type) -> str:
     model = _call(model_class, f"{name}()")
     if not isinstance(model, nn.Module):
         raise _Wrong(f"{name}() should make an nn.Module; it made a {type(model).__name__}.")
-    if set(model.state_dict()) != set(reference.state_dict()):
+    if _shapes(model) != _shapes(reference):
         raise _Wrong(f"{name} has different layers from CachingNetAsGiven.",
                      "Keep __init__ as given: only what forward() keeps needs to change.")
     model.load_state_dict(reference.state_dict())
@@ -687,10 +692,15 @@ def check_cache_fix(model_class: type) -> str:
             "and the cached values are exactly as before.")
 
 
+def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(value.shape) for name, value in model.state_dict().items()}
+
+
 def _check_cache(model: nn.Module, reference: CachingNetAsGiven) -> None:
     cache = getattr(model, "last_hidden", None)
     if not isinstance(cache, torch.Tensor):
-        raise _Wrong(f"deepcopy may work now, but model.last_hidden is {cache!r}.",
+        what = "None" if cache is None else f"a {type(cache).__name__}, not a tensor"
+        raise _Wrong(f"deepcopy may work now, but model.last_hidden is {what}.",
                      "The monitoring callback still needs the activation's values after each step: "
                      "keep them, without what makes deepcopy fail.")
     if cache.shape != reference.last_hidden.shape or not torch.allclose(cache, reference.last_hidden):
@@ -781,6 +791,8 @@ def _check_model_untouched(model: nn.Module, weights: dict[str, torch.Tensor]) -
 
 
 def _check_ema_copyable(ema: Any, model: nn.Module, step: int) -> None:
+    if not isinstance(getattr(ema, "shadow", None), dict):
+        raise _Wrong(f"after update {step}, ema.shadow is not a dict any more: update the tensors in it.")
     for param_name, param in model.named_parameters():
         if not isinstance(ema.shadow.get(param_name), torch.Tensor):
             raise _Wrong(f"after update {step}, shadow[{param_name!r}] is "

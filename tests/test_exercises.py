@@ -240,6 +240,8 @@ def test_tagger_answer_keys_are_what_breaks_deepcopy(variant):
 def test_culprit_model_is_the_same_every_time():
     first, second = exercises.culprit_model(), exercises.culprit_model()
     assert all(torch.equal(p, q) for p, q in zip(first.state_dict().values(), second.state_dict().values()))
+    with pytest.raises(ValueError, match="index into TAGGER_VARIANTS, 0 to 3"):
+        exercises.culprit_model(4)
 
 
 @pytest.mark.parametrize("path", [".log['confidence']['ner']", "model.log['confidence']['ner']",
@@ -466,6 +468,11 @@ class CacheRenamedLayers(CacheDetached):
         self.first = self.hidden
 
 
+class CacheWider(CacheDetached):
+    def __init__(self):
+        super().__init__(hidden=16)
+
+
 class CacheStub(exercises.CachingNetAsGiven):
     def forward(self, x):
         raise NotImplementedError()
@@ -484,6 +491,7 @@ def test_detaching_what_is_cached_fixes_the_model():
     (CacheDropped, "model.last_hidden is None"),
     (CacheOfTheOutput, "does not hold the hidden activation"),
     (CacheRenamedLayers, "different layers from CachingNetAsGiven"),
+    (CacheWider, "different layers from CachingNetAsGiven"),
 ])
 def test_wrong_cache_fixes_get_their_hints(model_class, expected):
     feedback = exercises.check_cache_fix(model_class)
@@ -688,11 +696,15 @@ def test_hints_and_links_point_to_lessons_of_the_suite():
     readme = (ROOT / "README.md").read_text()
     lessons = set(re.findall(r"^\| `(\d\d_[a-z0-9_]+)` \|", readme, re.MULTILINE))
     named = {value for name, value in vars(exercises).items() if name.endswith("_LESSON")}
-    linked = {m for path in source_notebooks() for m in re.findall(r"\(\.\./(\d\d_[a-z0-9_]+)\.ipynb\)",
-                                                                  path.read_text())}
-    assert named and linked and (named | linked) <= lessons
+    assert named and named <= lessons
     for path in source_notebooks():
-        for target in re.findall(r"\]\((ex\d_[a-z_]+\.ipynb)\)", path.read_text()):
+        text = path.read_text()
+        for target in re.findall(r"\]\((\.\./[^)]+\.ipynb)\)", text):
+            # the same link must work from the solution copy and from the student copy
+            assert (SOURCES / target).resolve() == (STUDENT / target).resolve(), f"{path.name}: {target}"
+            resolved = (SOURCES / target).resolve()
+            assert resolved.parent == ROOT / "notebooks" and resolved.stem in lessons, f"{path.name}: {target}"
+        for target in re.findall(r"\]\((ex\d_[a-z_]+\.ipynb)\)", text):
             assert (SOURCES / target).exists(), f"{path.name} links to {target}"
 
 
