@@ -650,6 +650,12 @@ def test_a_student_copy_has_no_solution_no_hidden_test_and_no_output(path):
         assert cell.get("outputs", []) == [] and cell.get("execution_count") is None
 
 
+def test_students_need_no_nbgrader():
+    probe = "import sys, graphleaf_edu.exercises; print('nbgrader' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "False"
+
+
 def test_student_copy_follows_nbgrader_and_leaves_its_argument_alone():
     notebook = new_notebook(cells=[
         new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
