@@ -8,7 +8,7 @@ PORT ?= 8888
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test test-unit test-notebooks bench notebooks student lock setup graphviz kernels clean
+.PHONY: lab test bench notebooks student lock setup graphviz kernels clean
 
 lab: setup
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
