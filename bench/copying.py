@@ -1,8 +1,9 @@
 """safe_deepcopy against copy.deepcopy and the state_dict routes, on ~1M, ~25M and ~100M parameters.
 
 Times are medians of CPU seconds (``time.process_time``, one torch thread) measured in this run:
-the machine is shared, and wall-clock medians swung by 10x with other people's load. Every ratio
-divides by a baseline measured alongside it, the variants taking turns.
+the machine is shared, and wall-clock medians swung by 10x with other people's load. Freed memory
+goes back to the OS before each sample, so every copy pays for fresh pages, as a first copy does.
+Every ratio divides by a baseline measured alongside it, the variants taking turns.
 Peak extra memory: each variant runs once in a fresh interpreter that builds the model, resets the
 kernel's resident-set high-water mark (``/proc/self/clear_refs`` <- 5), runs the variant while
 keeping its result, and reports ``VmHWM - VmRSS before``. Tensor storage lives outside Python's
@@ -11,6 +12,7 @@ allocator, so tracemalloc would miss it; RSS sees it.
 from __future__ import annotations
 
 import copy
+import ctypes
 import functools
 import gc
 import io
@@ -33,6 +35,7 @@ WIDTHS = {"1M": 500, "25M": 2_500, "100M": 5_000}  # DEPTH square Linear layers:
 REPEATS = {"1M": 14, "25M": 7, "100M": 7}  # multiples of len(VARIANTS): each variant leads as often
 CALLS = {"1M": 10, "25M": 1, "100M": 1}  # calls per sample: one 1M copy takes ~1 ms, too short alone
 ROOT = Path(__file__).resolve().parent.parent
+_LIBC = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else None  # for malloc_trim
 
 
 class Stack(nn.Module):
@@ -100,9 +103,16 @@ def cpu_seconds(fn, calls: int = 1) -> float:
     return (time.process_time() - start) / calls
 
 
+def release_freed_memory() -> None:
+    """Hand freed memory back to the OS, so that every sample starts alike (fresh pages are
+    costly; without this, whoever ran after a big free got them cheap or paid for them)."""
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
 def time_size(label: str, repeats: int) -> dict:
-    """Median CPU seconds per variant. The variants take turns, each leading a turn as often as
-    the others: fresh pages are costly here, and whoever runs after a big free pays for them."""
+    """Median CPU seconds per variant; the variants take turns, each leading a turn as often."""
     width = WIDTHS[label]
     models = {cached: build(width, cached) for cached in (False, True)}
     row = {"model": label, "params": sum(p.numel() for p in models[False].parameters())}
@@ -114,7 +124,7 @@ def time_size(label: str, repeats: int) -> dict:
             seconds = cpu_seconds(functools.partial(fn, models[cached]), CALLS[label])
             if turn:  # the first turn is the warm-up
                 samples[name].append(seconds)
-            gc.collect()
+            release_freed_memory()
     for name, seconds in samples.items():
         row[f"{name}_s"] = statistics.median(seconds)
     base = row["deepcopy_s"]
