@@ -14,7 +14,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from jupyterlab_process import running_lab
 from notebook_files import NOTEBOOKS, ROOT, all_notebooks
 
