@@ -42,6 +42,7 @@ __all__ = [
     "fix_summary",
     "leaf_playground",
     "loader_view",
+    "model_scenarios",
     "playground_namespace",
     "playground_view",
     "scenario_explorer",
@@ -240,13 +241,14 @@ def _names_in_graph(candidates: dict[str, torch.Tensor], roots: list[torch.Tenso
 
 
 def _leaf_ids_behind(roots: Iterable[torch.Tensor]) -> set[int]:
-    found, seen = set(), set()
+    found: set[int] = set()
+    seen: dict[int, object] = {}  # keeps each node alive, so that no id() is reused during the walk
     stack = [t.grad_fn for t in roots if t.grad_fn is not None]
     while stack:
         fn = stack.pop()
         if id(fn) in seen:
             continue
-        seen.add(id(fn))
+        seen[id(fn)] = fn
         if getattr(fn, "variable", None) is not None:
             found.add(id(fn.variable))
         stack.extend(u for u, _ in fn.next_functions if u is not None)
