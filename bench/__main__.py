@@ -172,7 +172,9 @@ def footprint_goals(section: dict) -> list[dict]:
         rows.append(goal_row("heaviest notebook kernel, peak RSS", f"{section['heaviest_kernel_mb']:.0f} MB "
                              f"(+ child: <= {section['heaviest_with_child_mb']:.0f} MB)",
                              f"<= {budget} MB", section["heaviest_kernel_mb"] <= budget))
-        rows.append(goal_row("every notebook's kernel left open", f"{section['all_kernels_open_mb']:.0f} MB",
+        rows.append(goal_row("every notebook's kernel left open",
+                             f"{section['all_kernels_open_mb']:.0f} MB (as many floor kernels: "
+                             f"{section['as_many_floors_open_mb']:.0f} MB)",
                              f"<= {budget} MB", section["all_kernels_open_mb"] <= budget))
     return rows
 

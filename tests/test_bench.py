@@ -73,15 +73,21 @@ def test_suite_ratios_are_the_notebooks_own_figures(results):
 
 def test_footprint_reuses_the_suite_kernels_readings(results):
     suite, memory = results["sections"]["notebooks"], results["sections"]["footprint"]
-    assert memory["floor_rss_mb"] == suite["floor"]["peak_rss_mb"]
+    assert memory["floor"]["peak_rss_mb"] == suite["floor"]["peak_rss_mb"]
     assert [r["peak_rss_mb"] for r in memory["rows"]] == [r["peak_rss_mb"] for r in suite["notebooks"]]
     assert memory["venv_mb"] > sum(p["mb"] for p in memory["largest_packages"]) > 0
 
 
 def test_footprint_alone_runs_its_own_kernels():
     memory = footprint.run(quick=True)
-    assert memory["floor_rss_mb"] > 0 and len(memory["rows"]) == 1
+    assert memory["floor"]["anon_rss_mb"] > 0 and len(memory["rows"]) == 1
     assert memory["heaviest_kernel_mb"] >= memory["rows"][0]["anon_rss_mb"] > 0
+
+
+def test_kernels_left_open_share_torchs_file_pages_once():
+    kernels = [{"anon_rss_mb": 170.0, "file_rss_mb": 130.0}, {"anon_rss_mb": 250.0, "file_rss_mb": 135.0}]
+    assert footprint.open_together_mb(kernels) == 170.0 + 250.0 + 135.0
+    assert footprint.open_together_mb([]) == 0.0
 
 
 def test_a_failing_notebook_is_reported_not_raised(tmp_path):
