@@ -67,7 +67,7 @@ def machine() -> dict:
 
 def run_sections(names: list[str], quick: bool) -> dict:
     """Run each section, keeping its result, its printed tables and its wall time; a failing
-    section is recorded as its traceback and the others still run."""
+    section is recorded as its error (the traceback is printed) and the others still run."""
     results: dict = {"machine": machine(), "quick": quick, "sections": {}, "printed": {}, "section_s": {}}
     started = time.perf_counter()
     for name in names:
