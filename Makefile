@@ -40,6 +40,7 @@ kernels: $(STAMP)
 
 notebooks: setup
 	$(PY) tools/execute_notebooks.py notebooks
+	$(PY) tools/readme_picture.py
 
 # Student copies of the exercises: solutions stubbed, hidden tests and outputs removed (nbgrader rules).
 student: setup
