@@ -12,9 +12,10 @@ import pytest
 import torch
 from torch import nn
 from torch.nn.utils import prune
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
+from graphleaf_edu.dataloading import TensorRows
 from graphleaf_edu.diagnose import find_nonleaf
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -116,17 +117,6 @@ class Cached(nn.Module):
         return out
 
 
-class HeldDataset(Dataset):
-    def __init__(self, data):
-        self.data = data
-
-    def __len__(self):
-        return len(self.data)
-
-    def __getitem__(self, i):
-        return copy.deepcopy(self.data[i])
-
-
 # --- the four failure scenarios -------------------------------------------------------------------
 
 
@@ -146,9 +136,9 @@ def test_model_output():
 
 def test_dataset_holding_a_nonleaf_tensor():
     y = torch.randn(8, 3, requires_grad=True) * 2
-    dataset = HeldDataset(y)
+    dataset = TensorRows(y, deepcopy_in_getitem=True)
     twin = copied(dataset, [".data"])
-    assert type(twin) is HeldDataset and twin.data.grad_fn is None
+    assert type(twin) is TensorRows and twin.data.grad_fn is None
     batch = next(iter(DataLoader(twin, batch_size=4)))
     assert torch.equal(batch, y[:4].detach())
     assert dataset.data is y and y.grad_fn is not None

@@ -12,8 +12,9 @@ import pytest
 import torch
 from torch import nn
 from torch.nn.utils import prune
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
+from graphleaf_edu.dataloading import TensorRows
 from graphleaf_edu.diagnose import (
     Finding,
     Findings,
@@ -86,17 +87,6 @@ class Cached(nn.Module):
         return out
 
 
-class HeldDataset(Dataset):
-    def __init__(self, data):
-        self.data = data
-
-    def __len__(self):
-        return len(self.data)
-
-    def __getitem__(self, i):
-        return copy.deepcopy(self.data[i])
-
-
 # --- the four failure scenarios ---------------------------------------------------------------
 
 
@@ -119,7 +109,7 @@ def test_model_output():
 
 def test_dataset_holding_a_nonleaf_tensor_and_its_dataloader():
     y = graph_leaf(10, 3) * 2
-    dataset = HeldDataset(y)
+    dataset = TensorRows(y, deepcopy_in_getitem=True)
     finding = only(checked(dataset))
     assert finding.path == ".data" and finding.cause == "dataset holds a non-leaf tensor"
     loader = DataLoader(dataset, batch_size=4)
