@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class Timing:
     max_s: float
     repeats: int
 
-    def ratio_to(self, baseline: "Timing") -> float:
+    def ratio_to(self, baseline: Timing) -> float:
         return self.median_s / baseline.median_s
 
     def as_dict(self) -> dict:
