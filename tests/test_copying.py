@@ -13,20 +13,13 @@ import torch
 from torch import nn
 from torch.nn.utils import prune
 from torch.utils.data import DataLoader
+from torch_cases import DEVICES
 
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import TensorRows
 from graphleaf_edu.diagnose import find_nonleaf
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-@pytest.fixture(autouse=True)
-def _quiet_torch_deprecations():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning)  # old weight_norm
-        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_torch_deprecations")
 
 
 def copied(obj, expected_paths: list[str] | None = None):

@@ -5,7 +5,6 @@ import copy
 import dataclasses
 import functools
 import re
-import warnings
 from collections import namedtuple
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn.utils import prune
 from torch.utils.data import DataLoader
+from torch_cases import DEVICES
 
 from graphleaf_edu.dataloading import TensorRows
 from graphleaf_edu.diagnose import (
@@ -24,15 +24,7 @@ from graphleaf_edu.diagnose import (
     find_nonleaf,
 )
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-@pytest.fixture(autouse=True)
-def _quiet_torch_deprecations():
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning)  # old weight_norm
-        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
-        yield
+pytestmark = pytest.mark.usefixtures("quiet_torch_deprecations")
 
 
 def deepcopy_raises_graph_leaves(obj) -> bool:
