@@ -11,10 +11,12 @@ Public names (notebooks import only these):
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
     scenario_explorer   widgets: scenario x fix -> code, result, graph; also leaf_playground,
                         dataloader_lab, fix_comparison (callbacks in graphleaf_edu.widgets)
+    gpu_lesson          run one of GPU_LESSONS on CUDA and check it, or say what it expects there
 """
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
 from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, describe, explain, find_nonleaf
+from graphleaf_edu.gpu import GPU_LESSONS, GpuFactChanged, GpuLesson, gpu_lesson
 from graphleaf_edu.graphs import AutogradGraph, draw
 from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
 from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
@@ -27,4 +29,5 @@ __all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
            "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows",
            "describe", "TensorInfo", "find_nonleaf", "Finding", "Findings", "explain",
            "safe_deepcopy", "DetachedTensorsWarning",
-           "scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison"]
+           "scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison",
+           "gpu_lesson", "GPU_LESSONS", "GpuLesson", "GpuFactChanged"]
