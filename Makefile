@@ -6,9 +6,10 @@ LOCK := requirements/lock.txt
 STAMP := $(VENV)/.graphleaf-installed
 PORT ?= 8888
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider
+NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test bench notebooks student lock setup graphviz kernels clean
+.PHONY: lab test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 
 lab: setup
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
@@ -21,7 +22,7 @@ test: setup
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu student
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
-		$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-gpu notebooks; \
+		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \
 	else echo "No CUDA device: GPU kernel run skipped"; fi
 
 setup: $(STAMP) graphviz kernels
@@ -48,6 +49,14 @@ student: setup
 
 bench: setup
 	$(PY) -m bench
+
+# The suite on a CUDA machine that has torch but no network (docs/gpu-run.md): `make gpu-wheels` where
+# packages can be downloaded, carry wheels/ to the GPU machine, run `make test-gpu` there.
+gpu-wheels:
+	PYTHON=$(if $(wildcard $(PY)),$(PY),$(PYTHON)) tools/gpu_wheels.sh wheels
+
+test-gpu:
+	$(PYTHON) tools/test_gpu.py $(GPU_ARGS)
 
 lock:
 	tools/freeze_lock.sh $(VENV)
