@@ -24,9 +24,11 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -123,9 +125,9 @@ def run_loader(
     _check_configuration(start_method, num_workers, batch_size, timeout)
     dataset = make_dataset(deepcopy_in_getitem=deepcopy_in_getitem, detach_at_construction=detach_at_construction)
     with tempfile.TemporaryDirectory(prefix="graphleaf-workers-") as folder:
-        loader = DataLoader(dataset, batch_size=batch_size, **_worker_options(start_method, num_workers, timeout, folder))
+        loader = DataLoader(dataset, batch_size=batch_size, **worker_options(start_method, num_workers, timeout, folder))
         start = time.perf_counter()
-        batches, error = _drain(loader)
+        batches, error = drain(loader)
         elapsed = time.perf_counter() - start
         worker_stderr = "".join(path.read_text() for path in sorted(Path(folder).glob("worker-*.txt")))
     error_type, error_line, cause_line = error or (None, None, None)
@@ -187,7 +189,8 @@ def _check_configuration(start_method: str, num_workers: int, batch_size: int | 
         raise ValueError(f"timeout must be > 0 seconds (it is what keeps a worker failure from hanging), not {timeout!r}")
 
 
-def _worker_options(start_method: str, num_workers: int, timeout: float, folder: str) -> dict:
+def worker_options(start_method: str, num_workers: int, timeout: float, folder: str) -> dict:
+    """DataLoader keyword arguments for real workers that time out and write their stderr to ``folder``."""
     if num_workers == 0:
         return {}
     return {
@@ -205,21 +208,25 @@ def _send_stderr_to_file(folder: str, worker_id: int) -> None:
     sys.stderr = stream
 
 
-def _drain(loader: DataLoader) -> tuple[list[torch.Tensor], tuple[str, str, str] | None]:
-    """All batches, or the error as strings: the exception itself would keep the iterator, and so its workers, alive."""
+def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch) -> tuple[list, tuple[str, str, str] | None]:
+    """``[each(batch) for batch in loader]``, or the error as ``error_lines``; the workers are gone on return.
+
+    The error is returned as strings: the exception itself would keep the iterator, and so its
+    workers, alive. ``each`` runs while the workers live (a worker that sent CUDA tensors must).
+    """
     iterator = None
     try:
         iterator = iter(loader)
-        return list(iterator), None
+        return [each(batch) for batch in iterator], None
     except RuntimeError as error:
-        return [], _describe(error)
+        return [], error_lines(error)
     finally:
         # Workers must be gone before we return, not whenever the iterator is collected.
         if hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
 
 
-def _describe(error: BaseException) -> tuple[str, str, str]:
+def error_lines(error: BaseException) -> tuple[str, str, str]:
     """(type name, "Type: first line", the line naming the root cause) for an error, worker errors included."""
     name = type(error).__name__
     message = str(error).strip()

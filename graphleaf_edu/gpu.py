@@ -27,7 +27,12 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 from graphleaf_edu.copying import safe_deepcopy
-from graphleaf_edu.dataloading import DetachedTensorRows, TensorRows, _describe, _worker_options
+from graphleaf_edu.dataloading import (
+    DetachedTensorRows,
+    TensorRows,
+    drain,
+    worker_options,
+)
 from graphleaf_edu.scenarios import error_line
 
 __all__ = ["GPU_LESSONS", "GpuFactChanged", "GpuLesson", "copy_through_the_cpu", "gpu_lesson", "tensor_facts"]
@@ -300,18 +305,12 @@ def load_batches(dataset: Dataset, start_method: str | None = None, *, pin_memor
     must outlive their use.
     """
     with tempfile.TemporaryDirectory(prefix="graphleaf-gpu-") as folder:
-        workers = _worker_options(start_method, 1, WAIT_S, folder) if start_method else {}
+        workers = worker_options(start_method, 1, WAIT_S, folder) if start_method else {}
         loader = DataLoader(dataset, batch_size=4, pin_memory=pin_memory, **workers)
-        iterator = None
-        try:
-            iterator = iter(loader)
-            summaries = [_batch_facts(batch, pin_memory) for batch in iterator]
-        except RuntimeError as error:
-            _, first, cause = _describe(error)
-            return first if cause == first else f"{first} <- {cause}"
-        finally:
-            if hasattr(iterator, "_shutdown_workers"):
-                iterator._shutdown_workers()
+        summaries, error = drain(loader, lambda batch: _batch_facts(batch, pin_memory))
+    if error:
+        _, first, cause = error
+        return first if cause == first else f"{first} <- {cause}"
     kinds = sorted(set(summaries))
     return f"{len(summaries)} batches, each {kinds[0]}" if len(kinds) == 1 else f"{len(summaries)} batches: {kinds}"
 
