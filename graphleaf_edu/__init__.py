@@ -6,8 +6,9 @@ Public names (notebooks import only these):
     SCENARIOS           every failure as a Scenario: its shown code, reproduce(), run(fix) -> Outcome
     run_loader          a real DataLoader run for one configuration (-> LoaderOutcome); outcome_table
     TensorRows          the dataset of the DataLoader lessons; DetachedTensorRows is its fix
-    describe            one tensor: leaf?, grad_fn, can deepcopy? (-> TensorInfo)
-    find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain
+    describe            one tensor: leaf?, grad_fn, can deepcopy? (-> TensorInfo); deepcopy_blocker: why not
+    find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain;
+                        resolve(root, path) follows a finding's path
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
     scenario_explorer   widgets: scenario x fix -> code, result, graph; also leaf_playground,
                         dataloader_lab, fix_comparison (callbacks in graphleaf_edu.widgets)
@@ -15,7 +16,7 @@ Public names (notebooks import only these):
 """
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
-from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, describe, explain, find_nonleaf
+from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, deepcopy_blocker, describe, explain, find_nonleaf, resolve
 from graphleaf_edu.gpu import GPU_LESSONS, GpuFactChanged, GpuLesson, gpu_lesson
 from graphleaf_edu.graphs import AutogradGraph, draw
 from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
@@ -27,7 +28,7 @@ __version__ = "0.1.0"
 __all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
            "SCENARIOS", "Scenario", "Fix", "Outcome",
            "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows",
-           "describe", "TensorInfo", "find_nonleaf", "Finding", "Findings", "explain",
+           "describe", "TensorInfo", "deepcopy_blocker", "find_nonleaf", "Finding", "Findings", "explain", "resolve",
            "safe_deepcopy", "DetachedTensorsWarning",
            "scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison",
            "gpu_lesson", "GPU_LESSONS", "GpuLesson", "GpuFactChanged"]

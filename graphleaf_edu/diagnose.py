@@ -8,11 +8,16 @@ themselves (their own ``__deepcopy__``, ``__reduce_ex__`` or ``__reduce__``) are
 """
 from __future__ import annotations
 
+import ast
+import copy
+import copyreg
 import enum
 import functools
 import html
+import io
 import keyword
 import math
+import tokenize
 import types
 import weakref
 from collections import OrderedDict, namedtuple
@@ -40,6 +45,7 @@ _PLAIN_CONTAINERS = frozenset({dict, OrderedDict, list, tuple, set, frozenset}) 
 _OPTIMIZER_STATE = ("defaults", "state", "param_groups")  # what Optimizer.__getstate__ keeps
 _TUPLEGETTER = type(namedtuple("_Probe", "field").field)
 _MISSING = object()
+GRAPH_LEAVES_ERROR = "Only Tensors created explicitly by the user (graph leaves)"
 
 # Edge kinds: how a child is reached from its parent.
 _ATTR, _MEMBER, _SLOT, _PARAM, _BUFFER, _CHILD = "attr", "member", "slot", "param", "buffer", "child"
@@ -83,7 +89,7 @@ class Finding:
     def __repr__(self) -> str:
         return (
             f"Finding(path={self.path!r}, grad_fn={self.grad_fn!r}, "
-            f"shape={tuple(self.tensor.shape)}, cause={self.cause!r})"
+            f"shape={shape_of(self.tensor)}, cause={self.cause!r})"
         )
 
 
@@ -105,7 +111,7 @@ class Findings(list):
         lines = [f"copy.deepcopy(root) fails for this {self.subject}: {count}.", ""]
         for number, finding in enumerate(self, 1):
             tensor = finding.tensor
-            where = f"root{finding.path}  ({finding.grad_fn}, shape {tuple(tensor.shape)}, {tensor.device.type})"
+            where = f"root{finding.path}  ({finding.grad_fn}, shape {shape_of(tensor)}, {tensor.device.type})"
             lines += [
                 f"{number}. {where}",
                 f"   cause: {finding.cause}",
@@ -129,7 +135,7 @@ class Findings(list):
         header = "".join(f"<th>{name}</th>" for name in ("#", "path", "grad_fn", "shape", "cause", "fix"))
         rows = "".join(
             f"<tr><td>{number}</td><td><code>root{html.escape(f.path)}</code></td>"
-            f"<td>{html.escape(f.grad_fn)}</td><td>{tuple(f.tensor.shape)}</td>"
+            f"<td>{html.escape(f.grad_fn)}</td><td>{shape_of(f.tensor)}</td>"
             f"<td>{html.escape(f.cause)}</td><td>{html.escape(f.fix)}</td></tr>"
             for number, f in enumerate(self, 1)
         )
@@ -138,12 +144,8 @@ class Findings(list):
 
 def describe(t: torch.Tensor) -> TensorInfo:
     """Leaf or not, its ``grad_fn``, and whether ``copy.deepcopy(t)`` would work (and why not)."""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(
-            f"describe() takes one torch.Tensor, got {type(t).__name__}; "
-            "for modules, containers and other objects use find_nonleaf(obj)"
-        )
-    findings, _ = _scan(t)
+    _require_tensor(t, "describe")
+    blocker = deepcopy_blocker(t)
     return TensorInfo(
         is_leaf=t.is_leaf,
         requires_grad=t.requires_grad,
@@ -151,11 +153,77 @@ def describe(t: torch.Tensor) -> TensorInfo:
         retains_grad=t.retains_grad,
         device=t.device.type,
         dtype=str(t.dtype).removeprefix("torch."),
-        shape=tuple(t.shape),
+        shape=shape_of(t),
         is_view=t._is_view(),
-        deepcopy_ok=not findings,
-        deepcopy_blocker=_blocker(findings[0]) if findings else None,
+        deepcopy_ok=blocker is None,
+        deepcopy_blocker=blocker,
     )
+
+
+def deepcopy_blocker(t: torch.Tensor) -> str | None:
+    """Why ``copy.deepcopy(t)`` raises, in one line, or None when it copies.
+
+    The one verdict the package gives about a tensor. In the order ``Tensor.__deepcopy__``
+    checks: the tensor is a non-leaf (the graph-leaves error); torch cannot copy its layout or
+    type at all (sparse CSR/CSC/BSR/BSC, strided nested tensors, subclasses whose ``new_empty``
+    or ``clone`` does not return their own type); its ``.grad`` or an attribute is a non-leaf.
+    """
+    _require_tensor(t, "deepcopy_blocker")
+    if not t.is_leaf:
+        return f"non-leaf (grad_fn={_grad_fn_name(t)})"
+    if not _copies_like_tensor(t):
+        return None  # nn.Parameter (and its subclasses) copy their data only
+    unsupported = _unsupported_by_torch(t)
+    if unsupported:
+        return unsupported
+    findings, _ = _scan(t)
+    return _blocker(findings[0]) if findings else None
+
+
+def shape_of(t: torch.Tensor) -> tuple[int | None, ...]:
+    """``tuple(t.shape)``, with None for the ragged dimensions of a nested tensor."""
+    if t.is_nested and type(t) is torch.Tensor:  # strided nested tensors have no sizes()
+        sizes = t._nested_tensor_size().tolist()
+        ragged = tuple(None if len({row[d] for row in sizes}) > 1 else sizes[0][d] for d in range(t.dim() - 1))
+        return (len(sizes), *ragged) if sizes else (0,)
+    return tuple(dimension if isinstance(dimension, int) else None for dimension in t.shape)
+
+
+def _require_tensor(t: Any, function: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(
+            f"{function}() takes one torch.Tensor, got {type(t).__name__}; "
+            "for modules, containers and other objects use find_nonleaf(obj)"
+        )
+
+
+_SPARSE_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+
+
+def _unsupported_by_torch(t: torch.Tensor) -> str | None:
+    """Leaf tensors that ``Tensor.__deepcopy__`` itself cannot copy, whatever their graph."""
+    if t.layout in _SPARSE_COMPRESSED:
+        layout = str(t.layout).removeprefix("torch.")
+        return f"{layout} layout: Tensor.__deepcopy__ cannot copy it (NotImplementedError, no storage)"
+    if t.is_nested and type(t) is torch.Tensor:
+        return "strided nested tensor: Tensor.__deepcopy__ cannot copy it (NotImplementedError); use layout=torch.jagged"
+    if type(t) is torch.Tensor:
+        return None
+    return _subclass_blocker(t)
+
+
+def _subclass_blocker(t: torch.Tensor) -> str | None:
+    """What the default ``__deepcopy__`` does with a subclass: it dispatches through the
+    subclass' ``__torch_function__`` and checks the type of ``clone()``/``new_empty()``; a
+    probe copy is the only faithful answer."""
+    try:
+        copy.deepcopy(t, {})
+    except Exception as error:  # noqa: BLE001 - any error is the verdict
+        message = str(error).split("\n", 1)[0]
+        if GRAPH_LEAVES_ERROR in message:
+            return None  # an attribute: the walk names it
+        return f"{type(t).__name__} (tensor subclass): copy.deepcopy raises {type(error).__name__}: {message}"
+    return None
 
 
 def find_nonleaf(obj: Any) -> Findings:
@@ -168,6 +236,125 @@ def find_nonleaf(obj: Any) -> Findings:
     ``.__iter__().__reduce__()[1][0][i]`` (its position in iteration order).
     """
     return _scan(obj)[0]
+
+
+def resolve(root: Any, path: str) -> Any:
+    """The object a finding's ``path`` names inside ``root``: ``resolve(root, f.path) is f.tensor``.
+
+    Follows the path step by step (so paths too deep for ``eval`` work too) and only the steps
+    a path can contain: attributes, subscripts, ``list(...)[i]`` for dict keys without a literal
+    repr, the reduce/state calls ``copy.deepcopy`` itself makes (``.__iter__()``, ``.__reduce__()``,
+    ``.__reduce_ex__(4)``, ``.__getstate__()``) and ``copyreg.dispatch_table[type(x)](x)``.
+    Anything else is refused with a ValueError, so nothing but reading happens.
+    """
+    if not isinstance(path, str):
+        raise TypeError(f"resolve(root, path) takes the path as a str (Finding.path), got {type(path).__name__}")
+    expression = path if path[:1].isalpha() else "root" + path
+    try:
+        tokens = [
+            token for token in tokenize.generate_tokens(io.StringIO(expression).readline)
+            if token.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
+        ]
+        closing = _matching_brackets(tokens)
+    except (tokenize.TokenError, IndexError, SyntaxError) as error:
+        raise ValueError(f"resolve(): {path!r} is not a path find_nonleaf writes ({error})") from None
+    walker = _PathWalker(root, expression, tokens, closing)
+    value, end = walker.expression(0)
+    if end != len(tokens):
+        walker.refuse(end)
+    return value
+
+
+_PATH_CALLS = {"__iter__": (), "__reduce__": (), "__getstate__": (), "__reduce_ex__": (4,)}
+
+
+def _matching_brackets(tokens: list) -> dict[int, int]:
+    closing, stack = {}, []
+    for index, token in enumerate(tokens):
+        if token.string in ("(", "["):
+            stack.append(index)
+        elif token.string in (")", "]"):
+            closing[stack.pop()] = index
+    if stack:
+        raise SyntaxError("unbalanced brackets")
+    return closing
+
+
+class _PathWalker:
+    """Evaluates the small expression language of paths, left to right, without ``eval``."""
+
+    def __init__(self, root: Any, text: str, tokens: list, closing: dict[int, int]):
+        self.root, self.text, self.tokens, self.closing = root, text, tokens, closing
+
+    def refuse(self, index: int):
+        where = self.tokens[index].start[1] if index < len(self.tokens) else len(self.text)
+        raise ValueError(
+            f"resolve(): cannot follow {self.text!r} at {self.text[where:where + 20]!r}: "
+            "a path holds only attributes, subscripts and the reduce/state calls deepcopy makes"
+        )
+
+    def string(self, index: int) -> str:
+        return self.tokens[index].string if index < len(self.tokens) else ""
+
+    def expression(self, index: int) -> tuple[Any, int]:
+        value, index = self.primary(index)
+        while True:
+            step = self.string(index)
+            if step == "." and self.tokens[index + 1].type == tokenize.NAME:
+                name = self.tokens[index + 1].string
+                index += 2
+                if self.string(index) == "(":
+                    value, index = self.call(value, name, index)
+                else:
+                    value = getattr(value, name)
+            elif step == "[":
+                end = self.closing[index]
+                value = value[self.argument(index + 1, end)]
+                index = end + 1
+            else:
+                return value, index
+
+    def primary(self, index: int) -> tuple[Any, int]:
+        name = self.string(index)
+        if name == "root":
+            return self.root, index + 1
+        if name in ("list", "type") and self.string(index + 1) == "(":
+            end = self.closing[index + 1]
+            inner = self.argument(index + 2, end)
+            return (list(inner) if name == "list" else type(inner)), end + 1
+        if name == "copyreg" and [self.string(index + k) for k in (1, 2, 3)] == [".", "dispatch_table", "["]:
+            end = self.closing[index + 3]
+            reducer = copyreg.dispatch_table[self.argument(index + 4, end)]
+            if self.string(end + 1) != "(":
+                self.refuse(end + 1)
+            call_end = self.closing[end + 1]
+            return reducer(self.argument(end + 2, call_end)), call_end + 1
+        self.refuse(index)
+
+    def call(self, value: Any, name: str, index: int) -> tuple[Any, int]:
+        end = self.closing[index]
+        source = self.source(index + 1, end)
+        arguments = ast.literal_eval(f"({source},)") if source else ()
+        if _PATH_CALLS.get(name) != arguments:
+            self.refuse(index - 1)
+        return getattr(value, name)(*arguments), end + 1
+
+    def argument(self, start: int, end: int) -> Any:
+        """A subscript or call argument: a literal, or a nested path expression."""
+        source = self.source(start, end)
+        try:
+            return ast.literal_eval(source)
+        except (ValueError, SyntaxError):
+            pass
+        value, stop = self.expression(start)
+        if stop != end:
+            self.refuse(stop)
+        return value
+
+    def source(self, start: int, end: int) -> str:
+        if start >= end:
+            return ""
+        return self.text[self.tokens[start].start[1]:self.tokens[end - 1].end[1]]
 
 
 def explain(obj: Any) -> None:

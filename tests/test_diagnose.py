@@ -19,9 +19,11 @@ from graphleaf_edu.diagnose import (
     Finding,
     Findings,
     TensorInfo,
+    deepcopy_blocker,
     describe,
     explain,
     find_nonleaf,
+    resolve,
 )
 
 pytestmark = pytest.mark.usefixtures("quiet_torch_deprecations")
@@ -601,3 +603,98 @@ def test_describe_retains_grad():
 def test_describe_rejects_non_tensors_with_a_pointer_to_find_nonleaf():
     with pytest.raises(TypeError, match="find_nonleaf"):
         describe([torch.zeros(1)])
+
+
+# --- deepcopy_blocker: the one verdict, agreeing with torch -------------------------------------
+
+
+def _deepcopy_error(obj) -> str | None:
+    try:
+        copy.deepcopy(obj)
+    except Exception as error:  # noqa: BLE001 - any error is a verdict
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+class PlainSubclass(torch.Tensor):
+    pass
+
+
+def test_deepcopy_blocker_matches_torch_on_tensors_torch_cannot_copy():
+    nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    cases = {
+        "sparse csr": torch.randn(3, 3).to_sparse_csr(),
+        "sparse csc": torch.randn(3, 3).to_sparse_csc(),
+        "sparse coo": torch.randn(3, 3).to_sparse(),
+        "strided nested": nested,
+        "jagged nested": torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged),
+        "plain subclass": torch.randn(3).as_subclass(PlainSubclass),
+        "parameter subclass": type("MyParameter", (nn.Parameter,), {})(torch.randn(2)),
+        "nested non-leaf": torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], requires_grad=True) * 2,
+    }
+    for name, tensor in cases.items():
+        blocker = deepcopy_blocker(tensor)
+        assert (blocker is None) == (_deepcopy_error(tensor) is None), (name, blocker)
+        info = describe(tensor)  # must not crash on any layout
+        assert info.deepcopy_ok is (blocker is None) and info.deepcopy_blocker == blocker
+    assert "sparse_csr layout" in deepcopy_blocker(cases["sparse csr"])
+    assert "layout=torch.jagged" in deepcopy_blocker(cases["strided nested"])
+    assert deepcopy_blocker(cases["plain subclass"]).startswith("PlainSubclass (tensor subclass): copy.deepcopy raises")
+    assert deepcopy_blocker(cases["nested non-leaf"]) == "non-leaf (grad_fn=MulBackward0)"
+    assert describe(nested).shape == (2, None, 3)
+
+
+def test_nested_tensors_do_not_crash_findings_or_explain(capsys):
+    nested = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)], requires_grad=True) * 2
+    findings = find_nonleaf({"n": nested})
+    assert [f.path for f in findings] == ["['n']"]
+    assert "(2, None)" in repr(findings)
+    explain({"n": nested})
+    assert "root['n']" in capsys.readouterr().out
+
+
+def test_deepcopy_blocker_names_the_grad_and_attributes():
+    x = graph_leaf(3)
+    assert deepcopy_blocker(x) is None and deepcopy_blocker(x * 2) == "non-leaf (grad_fn=MulBackward0)"
+    tagged = torch.zeros(2)
+    tagged.note = x * 1
+    assert deepcopy_blocker(tagged) == ".note is non-leaf (grad_fn=MulBackward0)"
+    with pytest.raises(TypeError, match="find_nonleaf"):
+        deepcopy_blocker(nn.Linear(1, 1))
+
+
+# --- resolve: a finding's path, followed on the root ------------------------------------------
+
+
+def test_resolve_follows_every_kind_of_step():
+    class Key:
+        pass
+
+    x = graph_leaf(2)
+    key, member = x * 2, x * 3
+    model = nn.Sequential(nn.Linear(2, 2))
+    model[0].cache = x * 4
+    setattr(model, "my-cache", x * 5)
+    obj = {"model": model, "keys": {key: 1}, "set": {member}, Key(): x * 6, (1, "a"): [x * 7]}
+    findings = find_nonleaf(obj)
+    assert len(findings) == 6
+    for finding in findings:
+        assert resolve(obj, finding.path) is finding.tensor, finding.path
+    assert resolve(obj, "") is obj
+    assert resolve(obj, "[(1, 'a')][0]") is obj[(1, "a")][0]
+
+
+def test_resolve_follows_paths_too_deep_for_eval():
+    y = graph_leaf(2) * 2
+    nested: list = [y]
+    for _ in range(9_999):
+        nested = [nested]
+    assert resolve(nested, find_nonleaf(nested)[0].path) is y
+
+
+@pytest.mark.parametrize("path", [".__class__.__init__()", "[0]; import os", ".x(1)", "[__import__('os')]", "[0"])
+def test_resolve_refuses_anything_but_reading(path):
+    with pytest.raises(ValueError, match="resolve()"):
+        resolve([1], path)
+    with pytest.raises(TypeError, match="str"):
+        resolve([1], 0)
