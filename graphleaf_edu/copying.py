@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import torch
 
 from graphleaf_edu.diagnose import Findings, _scan
+from graphleaf_edu.errors import GRAPH_LEAVES
 
 T = TypeVar("T")
 
-GRAPH_LEAVES_ERROR = "Only Tensors created explicitly by the user (graph leaves)"
 _LISTED_PATHS = 20
 
 
@@ -43,7 +43,7 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     try:
         return copy.deepcopy(obj, memo)  # the common case costs exactly one deepcopy
     except RuntimeError as error:
-        if GRAPH_LEAVES_ERROR not in str(error):
+        if GRAPH_LEAVES not in str(error):
             raise
         findings, leaves_with_nonleaf_grad = _scan(obj)
         if not findings:

@@ -20,7 +20,6 @@ import copy
 import functools
 import multiprocessing
 import os
-import re
 import sys
 import tempfile
 import time
@@ -33,8 +32,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from graphleaf_edu.errors import cause_line, error_line, error_lines_in
+
 ROWS, FEATURES = 8, 4
-ERROR_LINE = re.compile(r"^\w+(Error|Exception): .+$", re.MULTILINE)
 
 
 class TensorRows(Dataset):
@@ -130,9 +130,9 @@ def run_loader(
         batches, error = drain(loader)
         elapsed = time.perf_counter() - start
         worker_stderr = "".join(path.read_text() for path in sorted(Path(folder).glob("worker-*.txt")))
-    error_type, error_line, cause_line = error or (None, None, None)
-    if error_line and "timed out" in error_line:
-        cause_line = _first_error_line(worker_stderr) or cause_line
+    error_type, error_first_line, cause = error or (None, None, None)
+    if error_first_line and "timed out" in error_first_line:
+        cause = next(iter(error_lines_in(worker_stderr)), cause)
     first = batches[0] if batches else None
     return LoaderOutcome(
         start_method=start_method,
@@ -142,8 +142,8 @@ def run_loader(
         batch_size=batch_size,
         ok=error is None,
         error_type=error_type,
-        error_line=error_line,
-        cause_line=cause_line,
+        error_line=error_first_line,
+        cause_line=cause,
         batches=len(batches),
         batch_shape=tuple(first.shape) if first is not None else None,
         batch_requires_grad=first.requires_grad if first is not None else None,
@@ -228,14 +228,4 @@ def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch) 
 
 def error_lines(error: BaseException) -> tuple[str, str, str]:
     """(type name, "Type: first line", the line naming the root cause) for an error, worker errors included."""
-    name = type(error).__name__
-    message = str(error).strip()
-    first_line = f"{name}: {message.splitlines()[0] if message else ''}"
-    # A worker's error arrives as "Caught X in DataLoader worker process N.\nOriginal Traceback ...".
-    worker_lines = [match.group(0) for match in ERROR_LINE.finditer(message)]
-    return name, first_line, worker_lines[-1] if worker_lines else first_line
-
-
-def _first_error_line(text: str) -> str | None:
-    match = ERROR_LINE.search(text)
-    return match.group(0) if match else None
+    return type(error).__name__, error_line(error), cause_line(error)

@@ -32,8 +32,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from graphleaf_edu.diagnose import find_nonleaf
+from graphleaf_edu.errors import COWARDLY, cause_line, error_line
 from graphleaf_edu.graphs import AutogradGraph, draw
-from graphleaf_edu.scenarios import COWARDLY, error_line
 
 CORRECT, NOT_YET, TRY_AGAIN = "correct", "not yet", "try again"
 _MARKS = {CORRECT: "✔", NOT_YET: "…", TRY_AGAIN: "✘"}
@@ -586,10 +586,7 @@ def _spawn_batches(dataset) -> tuple[list[torch.Tensor], str | None]:
     except Exception as error:  # noqa: BLE001 (the error is the feedback)
         if "exited unexpectedly" in str(error):  # the message names process ids: keep it deterministic
             return [], f"{type(error).__name__}: a DataLoader worker exited unexpectedly"
-        lines = [line for line in str(error).splitlines() if line.strip()]
-        if len(lines) > 1:  # "Caught X in DataLoader worker process N ..." ends with the worker's error
-            return [], lines[-1]
-        return [], error_line(error)
+        return [], cause_line(error)
     finally:
         if hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()  # workers must not outlive the check

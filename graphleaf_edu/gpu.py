@@ -33,22 +33,19 @@ from graphleaf_edu.dataloading import (
     drain,
     worker_options,
 )
-from graphleaf_edu.scenarios import error_line
+from graphleaf_edu.errors import (
+    COWARDLY_MESSAGE,
+    GRAPH_LEAVES_MESSAGE,
+    error_line,
+    warning_line,
+)
 
 __all__ = ["GPU_LESSONS", "GpuFactChanged", "GpuLesson", "copy_through_the_cpu", "gpu_lesson", "tensor_facts"]
 
 NEEDS_GPU = "needs a CUDA GPU: skipped here (run `make test-gpu` on a GPU machine). Expected on a GPU:"
 AS_EXPECTED = "ran on a CUDA GPU: every check as expected. Observed on a GPU:"
-DEEPCOPY_ERROR = (
-    "RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
-    "at the moment.  If you were attempting to deepcopy a module, this may be because of a "
-    "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
-)
-COWARDLY_ERROR = (
-    "RuntimeError: Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd does "
-    "not support crossing process boundaries.  If you just want to transfer the data, call detach() on the "
-    "tensor before serializing (e.g., putting it on the queue)."
-)
+DEEPCOPY_ERROR = f"RuntimeError: {GRAPH_LEAVES_MESSAGE}"
+COWARDLY_ERROR = f"RuntimeError: {COWARDLY_MESSAGE}"
 BAD_FORK_ERROR = (
     "RuntimeError: Caught RuntimeError in DataLoader worker process 0. <- RuntimeError: Cannot re-initialize "
     "CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method"
@@ -75,7 +72,7 @@ class GpuLesson:
             warnings.simplefilter("always")
             observed = self.observe(device)
         if caught:
-            lines = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
+            lines = sorted({warning_line(w) for w in caught})
             observed["warnings raised"] = "; ".join(lines)
         return observed
 

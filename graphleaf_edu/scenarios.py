@@ -18,9 +18,9 @@ from typing import Any
 
 import torch
 
+from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, error_line, warning_line
+
 NONE = "none"
-GRAPH_LEAVES = "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol"
-COWARDLY = "Cowardly refusing to serialize non-leaf tensor which requires_grad"
 PRELUDE = "import copy\nimport torch\nfrom torch import nn\n\n"
 
 
@@ -156,18 +156,12 @@ class Scenario:
         return _execute("\n" * offset + fix.copy_code, self._filename(fix), namespace)
 
 
-def error_line(error: BaseException) -> str:
-    """``"Type: first line of the message"``."""
-    message = str(error).strip()
-    return f"{type(error).__name__}: {message.splitlines()[0] if message else ''}"
-
-
 def _execute(source: str, filename: str, namespace: dict[str, Any]) -> list[str]:
     """exec ``source``; return the warnings it raised as ``"Category: first line"``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (running the shown code is the point)
-    return [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught]
+    return [warning_line(w) for w in caught]
 
 
 # --- the code of the scenarios ------------------------------------------------------------------

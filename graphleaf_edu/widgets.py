@@ -27,6 +27,7 @@ from torch import nn
 
 from graphleaf_edu.dataloading import LoaderOutcome, outcome_table, run_loader
 from graphleaf_edu.diagnose import TensorInfo, describe, find_nonleaf
+from graphleaf_edu.errors import error_line, first_line
 from graphleaf_edu.graphs import AutogradGraph, GraphvizNotFoundError, draw
 from graphleaf_edu.scenarios import NONE, SCENARIOS, Outcome, Scenario
 
@@ -324,8 +325,8 @@ def playground_view(expression: str) -> PlaygroundView:
         except NameError as error:
             return _playground_message(expression, f"{error}. Names you can use: {usable}.")
         except Exception as error:  # noqa: BLE001 (any mistake in the typed text becomes a message)
-            return _playground_message(expression, f"{text} raised {type(error).__name__}: {_first_line(error)}")
-    notes = "".join(f"\nwarning: {_without_build_path(str(w.message).splitlines()[0])}" for w in caught)
+            return _playground_message(expression, f"{text} raised {error_line(error)}")
+    notes = "".join(f"\nwarning: {_without_build_path(first_line(str(w.message)))}" for w in caught)
     if not isinstance(result, torch.Tensor):
         what = "None" if result is None else f"a {type(result).__name__} ({_label(repr(result))})"
         return _playground_message(expression, f"{text} is {what}, not a tensor: "
@@ -347,11 +348,6 @@ def _syntax_message(text: str, error: SyntaxError) -> str:
     except SyntaxError:
         return f"That is not valid Python ({error.msg}). Try e.g. x * 2."
     return f"{text} is a statement; type an expression instead (what you would write after `y = `)."
-
-
-def _first_line(error: BaseException) -> str:
-    message = str(error).strip()
-    return message.splitlines()[0] if message else ""
 
 
 def _label(text: str) -> str:

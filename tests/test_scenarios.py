@@ -12,16 +12,14 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from graphleaf_edu.diagnose import find_nonleaf
+from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, error_line
 from graphleaf_edu.scenarios import (
-    COWARDLY,
-    GRAPH_LEAVES,
     NONE,
     PRELUDE,
     SCENARIOS,
     ExpectedError,
     Fix,
     Scenario,
-    error_line,
 )
 
 SEED_SCENARIOS = ["intermediate_tensor", "model_output", "dataset_getitem", "model_cache"]
