@@ -19,7 +19,7 @@ lab: setup
 test: setup
 	$(PY) -m pytest tests
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu notebooks
-	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu student
+	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu instructor
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \
@@ -43,9 +43,12 @@ notebooks: setup
 	$(PY) tools/execute_notebooks.py notebooks
 	$(PY) tools/readme_picture.py
 
-# Student copies of the exercises: solutions stubbed, hidden tests and outputs removed (nbgrader rules).
+# Student copies of the exercises (solutions stubbed, hidden tests and outputs removed: nbgrader's rules)
+# from the solution copies in instructor/, then the student-only tree a class can publish.
+STUDENT_TREE ?= build/student-tree
 student: setup
-	$(PY) -m graphleaf_edu.exercises student notebooks/exercises student/exercises
+	$(PY) -m graphleaf_edu.exercises student instructor/exercises notebooks/exercises
+	$(PY) tools/student_tree.py $(STUDENT_TREE)
 
 bench: setup
 	$(PY) -m bench

@@ -11,7 +11,7 @@ Test cells ``print(feedback)``: nbgrader would read a returned value as a partia
 Student copies come from nbgrader's own preprocessors, so they match what
 ``nbgrader generate_assignment`` releases (``make student`` runs this):
 
-    python -m graphleaf_edu.exercises student notebooks/exercises student/exercises
+    python -m graphleaf_edu.exercises student instructor/exercises notebooks/exercises
 """
 from __future__ import annotations
 
@@ -866,8 +866,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m graphleaf_edu.exercises", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     student = commands.add_parser("student", help="write the student copies of the solution notebooks")
-    student.add_argument("source", help="folder of the solution notebooks, e.g. notebooks/exercises")
-    student.add_argument("destination", help="folder for the student copies, e.g. student/exercises")
+    student.add_argument("source", help="folder of the solution notebooks, e.g. instructor/exercises")
+    student.add_argument("destination", help="folder for the student copies, e.g. notebooks/exercises")
     args = parser.parse_args(argv)
     written = write_student_copies(args.source, args.destination)
     print(f"wrote {len(written)} student copies to {args.destination}")

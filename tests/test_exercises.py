@@ -21,8 +21,8 @@ from notebook_files import ROOT, code_cells, read
 from graphleaf_edu import exercises, find_nonleaf
 from graphleaf_edu.graphs import AutogradGraph
 
-SOURCES = ROOT / "notebooks" / "exercises"
-STUDENT = ROOT / "student" / "exercises"
+SOURCES = ROOT / "instructor" / "exercises"
+STUDENT = ROOT / "notebooks" / "exercises"
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.MULTILINE | re.DOTALL)
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS\n(.*?)^[ \t]*### END HIDDEN TESTS\n?", re.MULTILINE | re.DOTALL)
 
@@ -619,7 +619,7 @@ def test_make_student_writes_exactly_the_committed_copies(tmp_path):
     generated = {p.name: p.read_bytes() for p in tmp_path.glob("*.ipynb")}
     committed = {p.name: p.read_bytes() for p in STUDENT.glob("*.ipynb")}
     assert sorted(generated) == sorted(p.name for p in source_notebooks())
-    assert generated == committed, "student copies drifted from notebooks/exercises: run `make student`"
+    assert generated == committed, "student copies drifted from instructor/exercises: run `make student`"
 
 
 def solution_lines(notebook):
