@@ -1,18 +1,27 @@
 # Two commands for everyone: `make lab` and `make test`. The rest are for maintainers.
 PYTHON ?= python3
+# Two environments, one per use (requirements/README.md): students get only what the lessons need.
+#   .venv-lab  `make lab`: requirements/student.txt, the package's runtime dependencies
+#   .venv      `make test` and every maintainer target: requirements/maintainer.txt (+ test tools)
+LAB_VENV := .venv-lab
+STUDENT_LOCK := requirements/student.txt
 VENV := .venv
 PY := $(VENV)/bin/python
-LOCK := requirements/lock.txt
+MAINTAINER_LOCK := requirements/maintainer.txt
 STAMP := $(VENV)/.graphleaf-installed
+LAB_STAMP := $(LAB_VENV)/.graphleaf-installed
+# The pyproject.toml extras each lock adds to the runtime dependencies (`make lock`).
+STUDENT_EXTRAS :=
+MAINTAINER_EXTRAS := dev
 PORT ?= 8888
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider
 NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
+.PHONY: lab lab-setup test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 
-lab: setup
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+lab: lab-setup
+	$(LAB_VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.port_retries=0 --ServerApp.root_dir=$(CURDIR) \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
@@ -27,11 +36,16 @@ test: setup
 
 setup: $(STAMP) graphviz kernels
 
-$(STAMP): pyproject.toml $(LOCK)
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r $(LOCK)
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	touch $(STAMP)
+$(STAMP): pyproject.toml $(MAINTAINER_LOCK) tools/make_venv.sh
+	@PYTHON=$(PYTHON) tools/make_venv.sh $(VENV) $(MAINTAINER_LOCK)
+
+# Without `dot` the lab still starts (graphs show as text); `make test` needs it.
+lab-setup: $(LAB_STAMP)
+	@tools/ensure_graphviz.sh --optional
+	@$(LAB_VENV)/bin/python -m graphleaf_edu.kernels install >/dev/null
+
+$(LAB_STAMP): pyproject.toml $(STUDENT_LOCK) tools/make_venv.sh
+	@PYTHON=$(PYTHON) tools/make_venv.sh $(LAB_VENV) $(STUDENT_LOCK)
 
 graphviz:
 	@tools/ensure_graphviz.sh
@@ -62,7 +76,7 @@ test-gpu:
 	$(PYTHON) tools/test_gpu.py $(GPU_ARGS)
 
 lock:
-	tools/freeze_lock.sh $(VENV)
+	PYTHON=$(PYTHON) tools/freeze_lock.sh "$(STUDENT_EXTRAS)" "$(MAINTAINER_EXTRAS)"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .hypothesis

@@ -61,7 +61,7 @@ def machine() -> dict:
         "ram_gb": round(int(meminfo["MemTotal"].split()[0]) / 2**20, 1),
         "os": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
         "graphviz": dot, "load_average_at_start": os.getloadavg()[0],
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
 
 

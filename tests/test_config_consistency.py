@@ -1,18 +1,23 @@
-"""pyproject.toml, the lock, environment.yml and binder/ name the same packages at the same versions.
+"""pyproject.toml, the two locks, environment.yml and binder/ name the same packages at the same versions.
 
 conda cannot be solved on every machine, so this test is what keeps the conda and Binder
 environments from drifting away from what CI really installs.
 """
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 # pip name -> conda-forge name, for the packages whose names differ.
 CONDA_NAME = {"torch": "pytorch-cpu", "graphviz": "python-graphviz"}
+# What a student runs the lessons with, and the maintainer tools that must stay out of it.
+STUDENT_PACKAGES = {"torch", "torchviz", "graphviz", "ipywidgets", "jupyterlab", "ipykernel"}
+MAINTAINER_ONLY = {"nbgrader", "playwright", "pytest", "hypothesis", "nbval", "ruff"}
 
 
 def runtime_requirements():
@@ -20,12 +25,12 @@ def runtime_requirements():
     return [Requirement(r) for r in project["dependencies"]]
 
 
-def lock_pins():
+def lock_pins(lock="student"):
     pins = {}
-    for line in (ROOT / "requirements" / "lock.txt").read_text().splitlines():
+    for line in (ROOT / "requirements" / f"{lock}.txt").read_text().splitlines():
         if "==" in line and not line.startswith("#"):
             name, version = line.split("==")
-            pins[name.lower().replace("_", "-")] = version.strip()
+            pins[canonicalize_name(name)] = version.strip()
     return pins
 
 
@@ -48,27 +53,57 @@ def environment_files():
     return [ROOT / "environment.yml", ROOT / "binder" / "environment.yml"]
 
 
-def test_lock_satisfies_pyproject_and_pins_cpu_torch():
-    pins = lock_pins()
-    for requirement in runtime_requirements():
+def assert_locked(requirements, lock):
+    pins = lock_pins(lock)
+    for requirement in requirements:
         if requirement.marker and not requirement.marker.evaluate():
             continue
-        assert requirement.name in pins, f"{requirement.name} missing from requirements/lock.txt"
-        assert pins[requirement.name] in requirement.specifier, (requirement, pins[requirement.name])
-    assert pins["torch"] == "2.13.0"
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} missing from requirements/{lock}.txt"
+        assert pins[name] in requirement.specifier, (lock, str(requirement), pins[name])
 
 
-def test_test_extra_is_locked():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    pins = lock_pins()
-    for line in project["optional-dependencies"]["test"]:
-        requirement = Requirement(line)
-        assert requirement.name in pins, f"{requirement.name} (extra 'test') missing from the lock"
-        assert pins[requirement.name] in requirement.specifier
+def test_both_locks_satisfy_pyproject_and_pin_cpu_torch():
+    for lock in ("student", "maintainer"):
+        assert_locked(runtime_requirements(), lock)
+        assert lock_pins(lock)["torch"] == "2.13.0"
 
 
-def test_conda_environments_match_the_lock():
-    pins = lock_pins()
+def test_student_lock_has_the_lessons_needs_and_no_maintainer_tools():
+    pins = lock_pins("student")
+    assert STUDENT_PACKAGES <= pins.keys(), STUDENT_PACKAGES - pins.keys()
+    assert not MAINTAINER_ONLY & pins.keys(), f"maintainer tools in the student lock: {MAINTAINER_ONLY & pins.keys()}"
+
+
+def test_maintainer_lock_is_the_student_lock_plus_every_extra():
+    student, maintainer = lock_pins("student"), lock_pins("maintainer")
+    assert {name: maintainer.get(name) for name in student} == student
+    assert MAINTAINER_ONLY <= maintainer.keys(), MAINTAINER_ONLY - maintainer.keys()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for lines in extras.values():
+        requirements = [Requirement(line) for line in lines]
+        assert_locked([r for r in requirements if canonicalize_name(r.name) != "graphleaf-edu"], "maintainer")
+
+
+def dry_run(target):
+    """The commands `make` would run for target, every prerequisite included, none executed."""
+    return subprocess.run(["make", "--dry-run", "--always-make", target], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_make_lab_uses_the_student_venv_and_make_test_the_maintainer_venv():
+    lab = dry_run("lab")
+    assert "tools/make_venv.sh .venv-lab requirements/student.txt" in lab
+    assert ".venv-lab/bin/jupyter lab" in lab and "maintainer.txt" not in lab
+    assert "tools/ensure_graphviz.sh --optional" in lab
+    test = dry_run("test")
+    assert "tools/make_venv.sh .venv requirements/maintainer.txt" in test
+    assert ".venv-lab" not in test and "student.txt" not in test
+    assert re.search(r"tools/ensure_graphviz\.sh$", test, re.MULTILINE), "make test must require dot"
+
+
+def test_conda_environments_match_the_student_lock():
+    pins = lock_pins("student")
     for path in environment_files():
         conda, pip = conda_environment(path)
         assert "graphviz" in conda, f"{path}: the Graphviz program (conda 'graphviz') is missing"

@@ -193,7 +193,7 @@ def test_gpu_wheels_are_exactly_what_the_gpu_image_lacks_at_the_locked_versions(
             requirement = Requirement(line)
             if not requirement.marker or requirement.marker.evaluate(PYTHON_312_LINUX):
                 todo.append(requirement.name)
-    wheels, lock = pins(REQUIREMENTS / "gpu-wheels.txt"), pins(REQUIREMENTS / "lock.txt")
+    wheels, lock = pins(REQUIREMENTS / "gpu-wheels.txt"), pins(REQUIREMENTS / "maintainer.txt")
     assert wheels == needed
     assert {name: lock.get(name) for name in wheels} == wheels
 

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(out=args.out.resolve(), rehearsal=args.rehearse)
     if args.budget:
         run.deadline = run.started + args.budget
-    run.log(f"graphleaf-edu GPU run, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    run.log(f"graphleaf-edu GPU run, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
 
     run.facts = machine_facts(run)
     if not run.facts.get("cuda_available") and not run.rehearsal:
@@ -247,7 +247,7 @@ def write_summary(run: Run) -> Path:
         verdict = "REHEARSAL without CUDA: not a GPU result" if run.rehearsal else "NOT RUN: no CUDA device"
     else:
         verdict = "PASS" if run.passed else "FAIL"
-    when = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    when = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     lines = [f"# GPU run of graphleaf-edu: {verdict}", "",
              f"Run {when} by `tools/test_gpu.py`, {time.monotonic() - run.started:.0f} s in all.", "",
              "| machine | |", "| --- | --- |"]
