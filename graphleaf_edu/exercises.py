@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader
 
 from graphleaf_edu.diagnose import find_nonleaf
 from graphleaf_edu.errors import COWARDLY, cause_line, error_line
-from graphleaf_edu.graphs import AutogradGraph, draw
+from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
 
 CORRECT, NOT_YET, TRY_AGAIN = "correct", "not yet", "try again"
 _MARKS = {CORRECT: "✔", NOT_YET: "…", TRY_AGAIN: "✘"}
@@ -345,19 +345,6 @@ def _reaches(loss: torch.Tensor, x: torch.Tensor) -> bool:
     return torch.autograd.grad(loss.sum(), x, allow_unused=True, retain_graph=True)[0] is not None
 
 
-def _graph_leaves(loss: torch.Tensor) -> list[torch.Tensor]:
-    leaves, seen, stack = [], set(), [loss.grad_fn]
-    while stack:
-        fn = stack.pop()
-        if fn is None or fn in seen:
-            continue
-        seen.add(fn)
-        if hasattr(fn, "variable"):
-            leaves.append(fn.variable)
-        stack.extend(next_fn for next_fn, _ in fn.next_functions)
-    return leaves
-
-
 @_exercise("Exercise 2 · the cut, in code")
 def check_copy_cut(make_losses: Callable) -> str:
     """``make_losses(x)`` returns ``(loss_via_y, loss_via_copy)`` with ``y = x * 3``."""
@@ -374,7 +361,7 @@ def check_copy_cut(make_losses: Callable) -> str:
     if _reaches(loss_via_copy, x):
         raise _Wrong("gradients of your second loss still reach x.",
                      "Is it computed from y itself rather than from copy.copy(y)?")
-    cut_at = [leaf for leaf in _graph_leaves(loss_via_copy) if leaf is not x and leaf.requires_grad]
+    cut_at = [leaf for leaf in leaves_behind([loss_via_copy]) if leaf is not x and leaf.requires_grad]
     if not cut_at:
         raise _Wrong("your second loss does not start from a copy of y that requires grad.")
     return ("the loss through y reaches x; the loss through copy.copy(y) stops at the copy, "
@@ -392,7 +379,7 @@ def draw_copy_cut(make_losses: Callable) -> AutogradGraph | Feedback:
     except (_NotYet, _Wrong):
         return check_copy_cut(make_losses)
     names = {"x": x}
-    copies = [leaf for leaf in _graph_leaves(loss_via_copy) if leaf is not x]
+    copies = [leaf for leaf in leaves_behind([loss_via_copy]) if leaf is not x]
     if copies:
         names["the copy"] = copies[0]
     return draw([loss_via_y, loss_via_copy], names=names)

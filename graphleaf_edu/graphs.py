@@ -4,21 +4,27 @@
 ``AccumulateGrad`` tying each leaf in) but walks ``grad_fn.next_functions`` itself: torchviz's
 ``make_dot`` recurses (``RecursionError`` near 1,500 chained ops) and names nodes by ``id()``, so
 its DOT differs on every run. Here the walk is iterative and ids are numbered in walk order.
+That walk is the package's one walk of the graph: ``grad_fn_walk`` and ``leaves_behind``.
+A highlighted tensor is marked with ``diagnose.deepcopy_blocker``'s verdict.
 """
 from __future__ import annotations
 
 import base64
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import graphviz
 import torch
 from torchviz.dot import SAVED_PREFIX, resize_graph
 
-__all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundError", "draw"]
+from graphleaf_edu.diagnose import deepcopy_blocker
+
+__all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundError", "draw", "grad_fn_walk",
+           "leaves_behind"]
 
 # Okabe-Ito colours (plus a neutral grey), checked under simulated colour blindness in the tests.
 _KIND_STYLE = {
@@ -234,7 +240,10 @@ class _Builder:
 
     def mark(self, tensor: torch.Tensor) -> None:
         node = self.nodes[self._ids[id(tensor)]]
-        node.mark, node.why = _deepcopy_verdict(tensor)
+        blocker = deepcopy_blocker(tensor)
+        node.mark = _COPY_OK if blocker is None else _CANNOT_COPY
+        # A non-leaf shows why in its shape; anything else that cannot be copied says why.
+        node.why = _escape(blocker) if blocker and tensor.grad_fn is None else ""
 
     def counts(self) -> GraphCounts:
         kinds = [node.kind for node in self.nodes.values()]
@@ -264,21 +273,45 @@ class _Builder:
         return self._ids[id(fn)]
 
     def _walk(self, start) -> str:
-        stack = [start]
-        while stack:
-            fn = stack.pop()
-            if id(fn) in self._walked:
-                continue
+        for fn, inputs in grad_fn_walk([start], walked=self._walked):
             fn_id = self._fn_node(fn)
-            self._walked[id(fn)] = fn
-            if getattr(fn, "variable", None) is not None:  # AccumulateGrad: its leaf flows in
-                leaf_id, _ = self._tensor_node(fn.variable, "")
+            leaf = _leaf_of(fn)
+            if leaf is not None:  # AccumulateGrad: its leaf flows in
+                leaf_id, _ = self._tensor_node(leaf, "")
                 self.edges.append(_Edge(leaf_id, fn_id))
-            inputs = [u for u, _ in getattr(fn, "next_functions", ()) if u is not None]
             for u in inputs:
                 self.edges.append(_Edge(self._fn_node(u), fn_id))
-            stack.extend(reversed(inputs))
         return self._ids[id(start)]
+
+
+def grad_fn_walk(starts: Iterable[Any], *, walked: dict[int, Any] | None = None) -> Iterator[tuple[Any, list[Any]]]:
+    """Every ``grad_fn`` node reachable from ``starts`` (nodes; None is skipped), once, with its inputs.
+
+    Depth-first, inputs in ``next_functions`` order, without recursion (a chain of any length
+    works). ``walked`` (``{id(node): node}``) holds the nodes already walked: they are skipped,
+    and each node walked is added, which also keeps it alive so that no ``id()`` is reused.
+    """
+    walked = {} if walked is None else walked
+    stack = [fn for fn in reversed(list(starts)) if fn is not None]
+    while stack:
+        fn = stack.pop()
+        if id(fn) in walked:
+            continue
+        walked[id(fn)] = fn
+        inputs = [u for u, _ in getattr(fn, "next_functions", ()) if u is not None]
+        yield fn, inputs
+        stack.extend(reversed(inputs))
+
+
+def leaves_behind(roots: Iterable[torch.Tensor]) -> list[torch.Tensor]:
+    """The leaf tensors the ``roots`` were computed from (those autograd accumulates into), in walk order."""
+    leaves = (_leaf_of(fn) for fn, _ in grad_fn_walk(t.grad_fn for t in roots))
+    return [leaf for leaf in leaves if leaf is not None]
+
+
+def _leaf_of(fn) -> torch.Tensor | None:
+    """The leaf an ``AccumulateGrad`` node accumulates into; None for any other node."""
+    return getattr(fn, "variable", None)
 
 
 def _tensors(value, what: str) -> list[torch.Tensor]:
@@ -322,15 +355,6 @@ def _tensor_label(name: str, tensor: torch.Tensor) -> str:
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\")
-
-
-def _deepcopy_verdict(tensor: torch.Tensor) -> tuple[str, str]:
-    """What ``copy.deepcopy`` does: it refuses a non-leaf, and copies a leaf's ``.grad`` too."""
-    if tensor.grad_fn is not None:
-        return _CANNOT_COPY, ""
-    if tensor.grad is not None and tensor.grad.grad_fn is not None:
-        return _CANNOT_COPY, "(its .grad is non-leaf)"
-    return _COPY_OK, ""
 
 
 def _read_saved(fn, attr: str):

@@ -28,7 +28,12 @@ from torch import nn
 from graphleaf_edu.dataloading import LoaderOutcome, outcome_table, run_loader
 from graphleaf_edu.diagnose import TensorInfo, describe, find_nonleaf
 from graphleaf_edu.errors import error_line, first_line
-from graphleaf_edu.graphs import AutogradGraph, GraphvizNotFoundError, draw
+from graphleaf_edu.graphs import (
+    AutogradGraph,
+    GraphvizNotFoundError,
+    draw,
+    leaves_behind,
+)
 from graphleaf_edu.scenarios import NONE, SCENARIOS, Outcome, Scenario
 
 __all__ = [
@@ -237,23 +242,8 @@ def _namespace_tensors(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
 
 def _names_in_graph(candidates: dict[str, torch.Tensor], roots: list[torch.Tensor]) -> dict[str, torch.Tensor]:
     """The candidates that are roots or leaves the roots were computed from (draw() shows every name)."""
-    wanted = {id(t) for t in roots} | _leaf_ids_behind(roots)
+    wanted = {id(t) for t in roots} | {id(leaf) for leaf in leaves_behind(roots)}
     return {name: t for name, t in candidates.items() if id(t) in wanted}
-
-
-def _leaf_ids_behind(roots: Iterable[torch.Tensor]) -> set[int]:
-    found: set[int] = set()
-    seen: dict[int, object] = {}  # keeps each node alive, so that no id() is reused during the walk
-    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
-    while stack:
-        fn = stack.pop()
-        if id(fn) in seen:
-            continue
-        seen[id(fn)] = fn
-        if getattr(fn, "variable", None) is not None:
-            found.add(id(fn.variable))
-        stack.extend(u for u, _ in fn.next_functions if u is not None)
-    return found
 
 
 # --- leaf playground -----------------------------------------------------------------------------

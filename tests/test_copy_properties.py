@@ -9,6 +9,7 @@ from collections import namedtuple
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch_cases import tensor_pool, tensors_in
 
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.diagnose import find_nonleaf
@@ -20,27 +21,6 @@ Pair = namedtuple("Pair", "left right")
 class Box:
     content: object
     label: str = "box"
-
-
-def tensor_pool() -> list[torch.Tensor]:
-    """Fresh tensors for one example: leaves, results, views, a leaf whose .grad is non-leaf."""
-    a = torch.randn(4, requires_grad=True)
-    b = torch.randn(4, requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
-        (a**3).sum().backward(create_graph=True)
-    base = b * 2
-    return [
-        a,  # leaf with a non-leaf .grad
-        b,
-        torch.randn(3),
-        torch.nn.Parameter(torch.randn(2)),
-        base,
-        base[1:3],  # a non-leaf view sharing base's storage
-        (a * b).sum(),
-        b.exp()[::2],
-        b.detach(),
-    ]
 
 
 POOL_SIZE = len(tensor_pool())
@@ -75,28 +55,6 @@ def build(spec, pool):
     return spec
 
 
-def tensors_of(obj) -> list[torch.Tensor]:
-    """Distinct tensors (and plain tensors' grads) in obj, in first-visit order (test oracle)."""
-    found, seen = [], set()
-    stack = [obj]
-    while stack:
-        value = stack.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
-                stack.append(value.grad)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            stack.extend(value)
-        elif isinstance(value, Box):
-            stack.append(value.content)
-    return found
-
-
 def state(obj):
     """Everything that must not change in the original: structure, ids, grad_fns, values."""
     def shape_of(value):
@@ -110,7 +68,7 @@ def state(obj):
             return ("box", id(value), shape_of(value.content))
         return ("atom", value)
 
-    tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_of(obj)]
+    tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_in(obj)]
     return shape_of(obj), tensors
 
 
@@ -148,7 +106,7 @@ PROPERTY_SETTINGS = settings(
 def test_every_nonleaf_is_found_once_with_a_path_that_evaluates_to_it(spec):
     obj = build(spec, tensor_pool())
     findings = find_nonleaf(obj)
-    expected = {id(t) for t in tensors_of(obj) if not t.is_leaf}
+    expected = {id(t) for t in tensors_in(obj) if not t.is_leaf}
     assert sorted(id(f.tensor) for f in findings) == sorted(expected)
     for finding in findings:
         assert eval("root" + finding.path, {"root": obj}) is finding.tensor
@@ -170,10 +128,10 @@ def test_safe_deepcopy_detaches_shares_nothing_keeps_aliases_and_touches_nothing
         duplicate = safe_deepcopy(obj)
     assert same_state(before, state(obj))
 
-    copies = tensors_of(duplicate)
+    copies = tensors_in(duplicate)
     assert all(t.grad_fn is None for t in copies)
     assert find_nonleaf(duplicate) == []
-    original_storages = {t.untyped_storage().data_ptr() for t in tensors_of(obj)}
+    original_storages = {t.untyped_storage().data_ptr() for t in tensors_in(obj)}
     assert original_storages.isdisjoint(t.untyped_storage().data_ptr() for t in copies)
 
     mapping: dict[int, torch.Tensor] = {}

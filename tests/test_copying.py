@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn.utils import prune
 from torch.utils.data import DataLoader
-from torch_cases import DEVICES
+from torch_cases import DEVICES, tensors_in
 
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.dataloading import TensorRows
@@ -38,41 +38,6 @@ def copied(obj, expected_paths: list[str] | None = None):
     assert find_nonleaf(duplicate) == []
     copy.deepcopy(duplicate)
     return duplicate
-
-
-def tensors_in(obj) -> list[torch.Tensor]:
-    """Every tensor find_nonleaf's walk would visit, via a plain recursive walk (test oracle)."""
-    found, seen = [], set()
-
-    def visit(value):
-        if id(value) in seen:
-            return
-        seen.add(id(value))
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
-                visit(value.grad)
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                visit(key)
-                visit(item)
-        elif isinstance(value, (list, tuple, set)):
-            for item in value:
-                visit(item)
-        elif isinstance(value, nn.Module):
-            for tensor in [*value._parameters.values(), *value._buffers.values()]:
-                visit(tensor)
-            for child in value._modules.values():
-                visit(child)
-            for name, item in vars(value).items():
-                if name not in ("_parameters", "_buffers", "_modules"):
-                    visit(item)
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            for item in vars(value).values():
-                visit(item)
-
-    visit(obj)
-    return found
 
 
 def storages(obj) -> set[int]:

@@ -18,13 +18,17 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch_cases import verdict_cases
 
+from graphleaf_edu.diagnose import describe
 from graphleaf_edu.graphs import (
     AutogradGraph,
     GraphCounts,
     GraphFreedError,
     GraphvizNotFoundError,
     draw,
+    grad_fn_walk,
+    leaves_behind,
 )
 
 SHAPE_KIND = {"box": "leaf", "ellipse": "grad_fn", "hexagon": "non_leaf", "note": "saved"}
@@ -199,24 +203,27 @@ def _copy_fails(tensor: torch.Tensor) -> bool:
     return False
 
 
-@pytest.mark.filterwarnings(r"ignore:Using backward\(\) with create_graph=True")
-def test_highlight_verdict_agrees_with_real_deepcopy():
-    leaf = torch.ones(2, requires_grad=True)
-    grad_is_non_leaf = torch.ones(2, requires_grad=True)
-    (grad_is_non_leaf ** 3).sum().backward(create_graph=True)
-    with torch.no_grad():
-        made_without_grad = leaf * 2
-    cases = {"leaf": leaf, "non_leaf": leaf * 2, "view": leaf[0], "detached": (leaf * 2).detach(),
-             "no_grad": made_without_grad, "parameter": torch.nn.Parameter(torch.ones(2)),
-             "grad_is_non_leaf": grad_is_non_leaf, "plain": torch.arange(3)}
-    for name, tensor in cases.items():
-        graph = draw(tensor, names={name: tensor}, highlight=tensor)
-        _, attrs = node_with(graph, f"{name} |")
-        assert ("cannot deepcopy" in attrs["label"]) == _copy_fails(tensor), name
-        assert ("copy OK" in attrs["label"]) != _copy_fails(tensor), name
-    _, attrs = node_with(draw(grad_is_non_leaf, names={"w": grad_is_non_leaf},
-                              highlight=grad_is_non_leaf), "w |")
-    assert "(its .grad is non-leaf)" in attrs["label"]
+@pytest.mark.parametrize("name", list(verdict_cases()))
+def test_highlight_verdict_is_describe_s_and_real_deepcopy_s(name):
+    tensor = verdict_cases()[name]
+    graph = draw(tensor, names={name: tensor}, highlight=tensor)
+    _, attrs = node_with(graph, f"{name} |")
+    info = describe(tensor)
+    assert ("copy OK" in attrs["label"]) == info.deepcopy_ok == (not _copy_fails(tensor))
+    assert ("cannot deepcopy" in attrs["label"]) == (not info.deepcopy_ok)
+    if not info.deepcopy_ok and tensor.is_leaf:  # a leaf's picture cannot show why: the mark says it
+        assert attrs["label"].endswith(f"cannot deepcopy | {info.deepcopy_blocker}")
+
+
+def test_the_two_cases_a_local_verdict_got_wrong():
+    cases = verdict_cases()
+    parameter = cases["parameter_with_nonleaf_grad"]
+    assert not parameter.grad.is_leaf  # yet Parameter.__deepcopy__ drops .grad: deepcopy works
+    assert "copy OK" in draw(parameter, names={"p": parameter}, highlight=parameter).source
+    leaf = cases["leaf_with_nonleaf_attribute"]
+    assert leaf.is_leaf and leaf.grad is None  # yet deepcopy copies leaf.extra, a non-leaf
+    source = draw(leaf, names={"t": leaf}, highlight=leaf).source
+    assert "cannot deepcopy\\n.extra is non-leaf (grad_fn=MulBackward0)" in source
 
 
 def test_legend_shows_the_kinds_with_the_graph_s_own_styles(x):
@@ -632,3 +639,40 @@ def test_highlight_legend_entries_show_the_border_on_a_neutral_node():
     for attrs in marks:
         assert attrs["fillcolor"] == "#FFFFFF" and "rounded" in attrs["style"]
         assert attrs["shape"] + attrs["style"] not in tensor_shapes
+
+
+# --- the one grad_fn walk ---------------------------------------------------------------------
+
+
+def test_leaves_behind_are_the_leaves_autograd_accumulates_into_once_each(x):
+    w = torch.ones(3, requires_grad=True)
+    constant = torch.ones(3)  # no grad: not a leaf of the graph
+    y = (x * w + x * constant).sum()
+    assert [id(t) for t in leaves_behind([y])] == [id(x), id(w)]
+    assert leaves_behind([x]) == [] and leaves_behind([x.detach() * 2]) == []
+
+
+def test_grad_fn_walk_visits_each_node_once_with_its_inputs(x):
+    y = x * 2
+    z = (y + y).sum()
+    walked = list(grad_fn_walk([z.grad_fn]))
+    names = [type(fn).__name__ for fn, _ in walked]
+    assert names == ["SumBackward0", "AddBackward0", "MulBackward0", "AccumulateGrad"]
+    assert [type(u).__name__ for u in walked[1][1]] == ["MulBackward0", "MulBackward0"]
+
+
+def test_grad_fn_walk_skips_and_records_what_was_walked(x):
+    y = x * 2
+    seen: dict = {}
+    first = [fn for fn, _ in grad_fn_walk([y.grad_fn], walked=seen)]
+    assert len(first) == 2 and set(seen) == {id(fn) for fn in first}
+    z = y * 3
+    assert [fn for fn, _ in grad_fn_walk([z.grad_fn], walked=seen)] == [z.grad_fn]  # y's part was walked
+
+
+def test_grad_fn_walk_follows_a_long_chain_without_recursion():
+    t = torch.ones(1, requires_grad=True)
+    y = t
+    for _ in range(5000):
+        y = y * 1.0
+    assert len(leaves_behind([y])) == 1
