@@ -11,7 +11,7 @@ MAINTAINER_LOCK := requirements/maintainer.txt
 STAMP := $(VENV)/.graphleaf-installed
 LAB_STAMP := $(LAB_VENV)/.graphleaf-installed
 # The pyproject.toml extras each lock adds to the runtime dependencies (`make lock`).
-STUDENT_EXTRAS :=
+STUDENT_EXTRAS := lab
 MAINTAINER_EXTRAS := dev
 PORT ?= 8888
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider

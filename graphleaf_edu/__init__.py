@@ -1,34 +1,146 @@
 """graphleaf_edu: see, diagnose and fix PyTorch's "graph leaves ... deepcopy" error.
 
-Public names (notebooks import only these):
-    setup_notebook      the setup every notebook shares
-    draw                a picture of the autograd graph (-> AutogradGraph)
-    SCENARIOS           every failure as a Scenario: its shown code, reproduce(), run(fix) -> Outcome
-    run_loader          a real DataLoader run for one configuration (-> LoaderOutcome); outcome_table
-    TensorRows          the dataset of the DataLoader lessons; DetachedTensorRows is its fix
+The core needs torch only and loads with the package:
     describe            one tensor: leaf?, grad_fn, can deepcopy? (-> TensorInfo); deepcopy_blocker: why not
     find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain;
                         resolve(root, path) follows a finding's path
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
+
+Everything else loads on first use (``_LAZY`` below), so a training job that imports the package
+pays for none of it; a name whose extra is missing says which one to install:
+    setup_notebook      the setup every notebook shares
+    draw                a picture of the autograd graph (-> AutogradGraph)           [graphs]
+    SCENARIOS           every failure as a Scenario: its shown code, reproduce(), run(fix) -> Outcome
+    run_loader          a real DataLoader run for one configuration (-> LoaderOutcome); outcome_table
+    TensorRows          the dataset of the DataLoader lessons; DetachedTensorRows is its fix
     scenario_explorer   widgets: scenario x fix -> code, result, graph; also leaf_playground,
-                        dataloader_lab, fix_comparison (callbacks in graphleaf_edu.widgets)
+                        dataloader_lab, fix_comparison (callbacks in graphleaf_edu.widgets)  [lab]
     gpu_lesson          run one of GPU_LESSONS on CUDA and check it, or say what it expects there
+
+The API reference is docs/api.md (tools/api_docs.py writes it from the docstrings).
 """
+from __future__ import annotations
+
+import importlib.util
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
-from graphleaf_edu.dataloading import DetachedTensorRows, LoaderOutcome, TensorRows, outcome_table, run_loader
-from graphleaf_edu.diagnose import Finding, Findings, TensorInfo, deepcopy_blocker, describe, explain, find_nonleaf, resolve
-from graphleaf_edu.gpu import GPU_LESSONS, GpuFactChanged, GpuLesson, gpu_lesson
-from graphleaf_edu.graphs import AutogradGraph, draw
-from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
-from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
-from graphleaf_edu.widgets import dataloader_lab, fix_comparison, leaf_playground, scenario_explorer
+from graphleaf_edu.diagnose import (
+    Finding,
+    Findings,
+    TensorInfo,
+    deepcopy_blocker,
+    describe,
+    explain,
+    find_nonleaf,
+    resolve,
+)
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # what type checkers see of _LAZY; tests/test_public_api.py keeps the two equal
+    from graphleaf_edu.dataloading import (
+        DetachedTensorRows,
+        LoaderOutcome,
+        TensorRows,
+        outcome_table,
+        run_loader,
+    )
+    from graphleaf_edu.gpu import GPU_LESSONS, GpuFactChanged, GpuLesson, gpu_lesson
+    from graphleaf_edu.graphs import AutogradGraph, draw
+    from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
+    from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
+    from graphleaf_edu.widgets import (
+        dataloader_lab,
+        fix_comparison,
+        leaf_playground,
+        scenario_explorer,
+    )
 
-__all__ = ["VERIFIED_TORCH", "setup_notebook", "AutogradGraph", "draw",
-           "SCENARIOS", "Scenario", "Fix", "Outcome",
-           "run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows",
-           "describe", "TensorInfo", "deepcopy_blocker", "find_nonleaf", "Finding", "Findings", "explain", "resolve",
-           "safe_deepcopy", "DetachedTensorsWarning",
-           "scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison",
-           "gpu_lesson", "GPU_LESSONS", "GpuLesson", "GpuFactChanged"]
+# Public name -> the module that defines it, imported on first use.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(["VERIFIED_TORCH", "setup_notebook"], "graphleaf_edu.notebook"),
+    **dict.fromkeys(["AutogradGraph", "draw"], "graphleaf_edu.graphs"),
+    **dict.fromkeys(["SCENARIOS", "Scenario", "Fix", "Outcome"], "graphleaf_edu.scenarios"),
+    **dict.fromkeys(["run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows"],
+                    "graphleaf_edu.dataloading"),
+    **dict.fromkeys(["scenario_explorer", "leaf_playground", "dataloader_lab", "fix_comparison"],
+                    "graphleaf_edu.widgets"),
+    **dict.fromkeys(["gpu_lesson", "GPU_LESSONS", "GpuLesson", "GpuFactChanged"], "graphleaf_edu.gpu"),
+}
+# The pip extra a module needs beyond torch (pyproject.toml); modules not named need torch only.
+_EXTRA: dict[str, str] = {
+    "graphleaf_edu.graphs": "graphs",
+    "graphleaf_edu.widgets": "lab",
+    "graphleaf_edu.exercises": "lab",
+    "graphleaf_edu.kernels": "lab",
+}
+
+# Eager names, then _LAZY's, spelled out for type checkers and linters (a test keeps them equal).
+__all__ = [
+    "GPU_LESSONS",
+    "SCENARIOS",
+    "VERIFIED_TORCH",
+    "AutogradGraph",
+    "DetachedTensorRows",
+    "DetachedTensorsWarning",
+    "Finding",
+    "Findings",
+    "Fix",
+    "GpuFactChanged",
+    "GpuLesson",
+    "LoaderOutcome",
+    "Outcome",
+    "Scenario",
+    "TensorInfo",
+    "TensorRows",
+    "dataloader_lab",
+    "describe",
+    "draw",
+    "explain",
+    "find_nonleaf",
+    "fix_comparison",
+    "gpu_lesson",
+    "leaf_playground",
+    "outcome_table",
+    "run_loader",
+    "safe_deepcopy",
+    "scenario_explorer",
+    "setup_notebook",
+]
+
+try:
+    __version__ = metadata.version("graphleaf-edu")
+except metadata.PackageNotFoundError:  # a source checkout on sys.path, never installed
+    __version__ = "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    """Load a lazy public name, or a submodule used as ``gl.widgets``, on first use (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(_import(_LAZY[name], name), name)
+        globals()[name] = value  # later uses skip this function
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return _import(f"{__name__}.{name}", name)  # importing it binds it here too
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return [*sorted(__all__), "__version__"]
+
+
+def _import(module_name: str, wanted: str) -> Any:
+    """Import module_name; if a package it needs is missing, say which extra brings it."""
+    try:
+        # __import__ (the import statement's hook) rather than importlib.import_module, so that
+        # `python -X importtime` reports the lazily loaded module under its own name.
+        return __import__(module_name, fromlist=["__name__"])
+    except ModuleNotFoundError as missing:
+        extra = _EXTRA.get(module_name)
+        if extra is None or (missing.name or "").partition(".")[0] == __name__:
+            raise
+        raise ModuleNotFoundError(
+            f"graphleaf_edu.{wanted} needs {missing.name!r}, which is not installed. "
+            f"Install the extra that brings it: pip install 'graphleaf-edu[{extra}]'",
+            name=missing.name,
+        ) from missing

@@ -18,11 +18,15 @@ CONDA_NAME = {"torch": "pytorch-cpu", "graphviz": "python-graphviz"}
 # What a student runs the lessons with, and the maintainer tools that must stay out of it.
 STUDENT_PACKAGES = {"torch", "torchviz", "graphviz", "ipywidgets", "jupyterlab", "ipykernel"}
 MAINTAINER_ONLY = {"nbgrader", "playwright", "pytest", "hypothesis", "nbval", "ruff"}
+# The pyproject.toml extras the lessons need on top of the core dependencies (torch).
+LESSON_EXTRAS = ("graphs", "lab")
 
 
 def runtime_requirements():
+    """What the lessons run with: the core dependencies and the extras the notebooks need."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"]]
+    lines = project["dependencies"] + [line for extra in LESSON_EXTRAS for line in project["optional-dependencies"][extra]]
+    return [r for r in map(Requirement, lines) if canonicalize_name(r.name) != "graphleaf-edu"]
 
 
 def lock_pins(lock="student"):
