@@ -36,11 +36,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_lab(root: Path, scratch: Path) -> Iterator[str]:
-    """Serve ``root`` on 127.0.0.1 without a token; ``scratch`` holds settings, runtime files and the log."""
+def running_lab(root: Path, scratch: Path, settings: dict | None = None) -> Iterator[str]:
+    """Serve ``root`` on 127.0.0.1 without a token; ``scratch`` holds settings, runtime files and the log.
+
+    ``settings`` (plugin id -> values) are added to ``LAB_SETTINGS``.
+    """
     port = free_port()
     runtime = scratch / "runtime"
-    env = _environment(scratch, runtime)
+    env = _environment(scratch, runtime, {**LAB_SETTINGS, **(settings or {})})
     command = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
         "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1", "--ServerApp.token=",
@@ -58,9 +61,9 @@ def running_lab(root: Path, scratch: Path) -> Iterator[str]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _environment(scratch: Path, runtime: Path) -> dict[str, str]:
+def _environment(scratch: Path, runtime: Path, lab_settings: dict) -> dict[str, str]:
     settings = scratch / "lab-settings"
-    for name, values in LAB_SETTINGS.items():
+    for name, values in lab_settings.items():
         path = settings / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))

@@ -69,6 +69,15 @@ def test_stored_kernel_is_the_standard_python3(path):
     assert read(path).metadata["kernelspec"]["name"] == "python3"
 
 
+def test_every_notebook_stores_the_python_release_of_its_outputs():
+    # JupyterLab rewrites a notebook whose stored version is missing; graphleaf_edu.save_hook keeps
+    # a stored one (test_clean_on_open.py). `make notebooks` stores it; tools/stamp_notebooks.py adds it.
+    tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True)
+    missing = [path for path in tracked.stdout.split()
+               if not read(ROOT / path).metadata.get("language_info", {}).get("version")]
+    assert not missing, f"no metadata.language_info.version (run tools/stamp_notebooks.py): {missing}"
+
+
 @pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_stored_outputs_are_deterministic(path):
     for index, cell in enumerate(code_cells(read(path))):

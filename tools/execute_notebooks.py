@@ -61,7 +61,6 @@ def execute(path: Path, kernel_name: str = "graphleaf-cpu") -> None:
     client.execute()
     strip_machine_paths(notebook)
     notebook.metadata["kernelspec"] = dict(STANDARD_KERNELSPEC)
-    notebook.metadata.get("language_info", {}).pop("version", None)
     nbformat.write(notebook, path)
 
 

@@ -1,0 +1,75 @@
+"""A Jupyter server extension that keeps opening a lesson from modifying its file.
+
+When a kernel connects, JupyterLab copies the kernel's ``language_info`` into the notebook's
+metadata. Where the kernel's Python is not the exact release that stored the outputs (Binder, a hub,
+another laptop), the notebook turns dirty, autosave rewrites it, and git or nbgitpuller then see an
+edit nobody made. Before every save this hook puts back the ``language_info`` that the file on disk
+already holds: it records where the stored outputs were made (``make notebooks``), not where the
+notebook was last opened.
+
+The suite's environments enable it (``make lab``, ``make test``, Binder's ``postBuild``)::
+
+    python -m graphleaf_edu.save_hook enable    # for the JupyterLab of the running environment
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXTENSION = "graphleaf_edu.save_hook"
+
+
+def keep_stored_language_info(model: dict[str, Any], path: str, contents_manager: Any, **_: Any) -> None:
+    """A ``pre_save_hook``: give the notebook being saved the ``language_info`` its file already has."""
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    stored = _stored_language_info(contents_manager, path)
+    if stored is not None:
+        model["content"].setdefault("metadata", {})["language_info"] = stored
+
+
+def _stored_language_info(contents_manager: Any, path: str) -> dict[str, Any] | None:
+    root = getattr(contents_manager, "root_dir", None)
+    if root is None:
+        return None
+    file = Path(root, path.lstrip("/"))
+    try:
+        stored = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    language_info = stored.get("metadata", {}).get("language_info") if isinstance(stored, dict) else None
+    return language_info if isinstance(language_info, dict) else None
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": EXTENSION}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    serverapp.contents_manager.register_pre_save_hook(keep_stored_language_info)
+
+
+def enable(prefix: str = sys.prefix) -> Path:
+    """Turn the extension on for every Jupyter server of the environment at ``prefix``; return the file written.
+
+    (``jupyter server extension enable`` only toggles extensions that a package's own config file lists.)
+    """
+    config = Path(prefix, "etc", "jupyter", "jupyter_server_config.d", f"{EXTENSION}.json")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}, indent=2) + "\n")
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {EXTENSION}", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["enable"])
+    parser.parse_args(argv)
+    print(f"enabled {EXTENSION} in {enable()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
