@@ -1,0 +1,93 @@
+"""Fresh virtual environments for installing the built wheel, without reinstalling torch every time.
+
+A fresh venv is made for every test run, empty, and then chained (by a ``.pth`` file) to read-only
+layers: a venv holding only torch (and what torch itself requires), and for the ``[lab]`` extra a layer
+holding what that extra pulls in. Layers are cached under the system's temp folder, keyed by everything
+that decides their content (Python version, torch version, the extras' requirements and the versions the
+suite runs with), so a changed input builds a new layer. pip installs the wheel into the fresh venv and
+re-resolves its requirements against the layers each time: a requirement the layers lack is installed,
+never assumed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+CACHE = Path(tempfile.gettempdir()) / "graphleaf-edu-venvs"
+PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+# The interpreter the suite's venv was made from: fresh venvs get the same Python, without its packages.
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+
+
+def site_packages(venv: Path) -> Path:
+    return venv / "lib" / f"python{PYTHON_VERSION}" / "site-packages"
+
+
+def python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def make_venv(venv: Path, layers: list[Path]) -> Path:
+    """An empty venv (no pip: the suite's pip installs into it) that also sees ``layers``' packages."""
+    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    if layers:
+        (site_packages(venv) / "_graphleaf_layers.pth").write_text("".join(f"{site_packages(layer)}\n" for layer in layers))
+    return venv
+
+
+def pip_install(venv: Path, *requirements: str, constraints: Path | None = None) -> str:
+    """``pip install`` into ``venv`` with the suite's pip; returns pip's output."""
+    command = [sys.executable, "-m", "pip", "--python", str(python(venv)), "install", "--disable-pip-version-check",
+               "--no-input", *requirements]
+    if constraints is not None:
+        command += ["--constraint", str(constraints)]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"pip install {' '.join(requirements)} failed:\n{completed.stdout}\n{completed.stderr}")
+    return completed.stdout
+
+
+def suite_versions() -> str:
+    """``name==version`` of every package the suite runs with (its own package excepted): constraints
+    that make a layer hold the versions the suite tested."""
+    pins = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and name.lower().replace("_", "-") != "graphleaf-edu":
+            pins[name.lower()] = f"{name}=={dist.version}"
+    return "".join(f"{line}\n" for _, line in sorted(pins.items()))
+
+
+def torch_requirement() -> str:
+    """torch at the suite's version (``2.13.0+cpu`` -> ``torch==2.13.0``, which the local CPU build matches)."""
+    return f"torch=={metadata.version('torch').partition('+')[0]}"
+
+
+def cached_layer(name: str, key: str, layers: list[Path], populate) -> Path:
+    """The venv ``CACHE/name-<hash of key>``, made once (chained to ``layers``) and filled by ``populate(venv)``.
+
+    It is built beside its final place and renamed into it, so a run that is interrupted, or one running
+    at the same time, never sees a half-filled layer."""
+    final = CACHE / f"{name}-py{PYTHON_VERSION}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if (final / "complete").exists():
+        return final
+    CACHE.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=CACHE))
+    try:
+        shutil.rmtree(building)
+        make_venv(building, layers)
+        populate(building)
+        (building / "complete").write_text(key)
+        os.rename(building, final)
+    except OSError:
+        if not (final / "complete").exists():  # not another run having finished first: a real failure
+            raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return final

@@ -1,0 +1,152 @@
+"""The wheel works where a practitioner installs it: built by ``python -m build``, installed by pip into
+a fresh venv that has torch and nothing else, it diagnoses without loading any notebook machinery; with
+the ``[lab]`` extra it brings what the widgets and graphs need.
+
+The torch-only venv and the ``[lab]`` layer are cached between runs (tests/fresh_venv.py): the first run
+installs torch (~900 MB) and the extra's packages, later runs only make a fresh venv and install the wheel.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+import tomllib
+from fresh_venv import (
+    cached_layer,
+    make_venv,
+    pip_install,
+    python,
+    suite_versions,
+    torch_requirement,
+)
+from test_public_api import NOTEBOOK_MACHINERY
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    """``python -m build``: the sdist, then the wheel built from that sdist."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> Path:
+    (found,) = dist.glob("graphleaf_edu-*-py3-none-any.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def torch_only() -> Path:
+    return cached_layer("torch", torch_requirement(), [], lambda venv: pip_install(venv, torch_requirement()))
+
+
+@pytest.fixture(scope="module")
+def lab_layer(tmp_path_factory, wheel, torch_only) -> Path:
+    """What ``pip install 'graphleaf-edu[lab]'`` adds to a torch-only venv, at the suite's versions."""
+    constraints = tmp_path_factory.mktemp("constraints") / "suite.txt"
+    constraints.write_text(suite_versions())
+    extras = json.dumps({name: PYPROJECT["optional-dependencies"][name] for name in ("graphs", "lab")})
+
+    def populate(venv: Path) -> None:
+        pip_install(venv, f"{wheel}[lab]", constraints=constraints)
+        subprocess.run([sys.executable, "-m", "pip", "--python", str(python(venv)), "uninstall", "--yes",
+                        "--quiet", "graphleaf-edu"], check=True)
+
+    return cached_layer("lab", f"{torch_requirement()}\n{extras}\n{constraints.read_text()}", [torch_only], populate)
+
+
+def run_in(venv: Path, code: str) -> dict:
+    """Run ``code`` with the venv's Python, outside the repository (so only the installed package is
+    importable), and return the JSON it prints last."""
+    completed = subprocess.run([str(python(venv)), "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                               cwd=venv, check=False, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed(dist, wheel):
+    version = PYPROJECT["version"]
+    assert wheel.name == f"graphleaf_edu-{version}-py3-none-any.whl"
+    assert "graphleaf_edu/py.typed" in zipfile.ZipFile(wheel).namelist()
+    (sdist,) = dist.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        assert f"graphleaf_edu-{version}/graphleaf_edu/py.typed" in archive.getnames()
+
+
+def test_core_in_a_venv_with_only_torch(tmp_path, wheel, torch_only):
+    venv = make_venv(tmp_path / "venv", [torch_only])
+    pip_install(venv, str(wheel))
+    result = run_in(venv, f"""
+        import importlib.util, json, sys, warnings
+        warnings.simplefilter("ignore")  # torch warns that NumPy is missing; it is not needed here
+        machinery = {NOTEBOOK_MACHINERY!r}
+        installed = [name for name in machinery if importlib.util.find_spec(name) is not None]
+
+        import copy, torch
+        import graphleaf_edu as gl
+        from importlib import metadata, resources
+        model = torch.nn.Linear(2, 2)
+        model.cache = model(torch.ones(1, 2))
+        findings = gl.find_nonleaf(model)
+        gl.explain(model)
+        copied = gl.safe_deepcopy(model, warn=False)
+        missing_extras = {{}}
+        for name in ("draw", "scenario_explorer"):
+            try:
+                getattr(gl, name)
+            except ModuleNotFoundError as error:
+                missing_extras[name] = str(error)
+        print(json.dumps({{
+            "installed_machinery": installed,
+            "loaded_machinery": sorted({{m.partition(".")[0] for m in sys.modules}} & set(machinery)),
+            "package_file": gl.__file__,
+            "version": [gl.__version__, metadata.version("graphleaf-edu")],
+            "py_typed": resources.files("graphleaf_edu").joinpath("py.typed").is_file(),
+            "paths": [f.path for f in findings],
+            "copy_detached": copied.cache.grad_fn is None and model.cache.grad_fn is not None,
+            "describe": gl.describe(model.cache).deepcopy_ok,
+            "missing_extras": missing_extras,
+        }}))
+    """)
+    assert result["installed_machinery"] == [], "the venv should hold torch only"
+    assert result["loaded_machinery"] == []
+    assert Path(result["package_file"]).is_relative_to(venv), result["package_file"]
+    assert result["version"] == [PYPROJECT["version"]] * 2
+    assert result["py_typed"]
+    assert result["paths"] == [".cache"]
+    assert result["copy_detached"] and result["describe"] is False
+    assert "pip install 'graphleaf-edu[graphs]'" in result["missing_extras"]["draw"]
+    assert "pip install 'graphleaf-edu[lab]'" in result["missing_extras"]["scenario_explorer"]
+
+
+def test_lab_extra_brings_the_widgets_and_graphs(tmp_path, wheel, torch_only, lab_layer):
+    venv = make_venv(tmp_path / "venv", [torch_only, lab_layer])
+    pip_install(venv, f"{wheel}[lab]")
+    result = run_in(venv, """
+        import json, warnings
+        warnings.simplefilter("ignore")
+        import ipywidgets, torch
+        import graphleaf_edu as gl
+        y = torch.ones(2, requires_grad=True) * 2
+        graph = gl.draw(y)
+        widget = gl.leaf_playground()
+        print(json.dumps({"package_file": gl.__file__, "graph": repr(graph), "svg": "<svg" in graph.svg(),
+                          "widget": isinstance(widget, ipywidgets.Widget)}))
+    """)
+    assert Path(result["package_file"]).is_relative_to(venv)
+    assert result["graph"].startswith("AutogradGraph(")
+    assert result["svg"]
+    assert result["widget"]
