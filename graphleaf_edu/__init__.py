@@ -75,7 +75,8 @@ _EXTRA: dict[str, str] = {
     "graphleaf_edu.kernels": "lab",
 }
 
-# Eager names, then _LAZY's, spelled out for type checkers and linters (a test keeps them equal).
+# The eager names and _LAZY's, spelled out for type checkers and linters (tests/test_public_api.py
+# checks that nothing is missing).
 __all__ = [
     "GPU_LESSONS",
     "SCENARIOS",
@@ -94,6 +95,7 @@ __all__ = [
     "TensorInfo",
     "TensorRows",
     "dataloader_lab",
+    "deepcopy_blocker",
     "describe",
     "draw",
     "explain",
@@ -102,6 +104,7 @@ __all__ = [
     "gpu_lesson",
     "leaf_playground",
     "outcome_table",
+    "resolve",
     "run_loader",
     "safe_deepcopy",
     "scenario_explorer",

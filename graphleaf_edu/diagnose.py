@@ -93,7 +93,7 @@ class Finding:
         )
 
 
-class Findings(list):
+class Findings(list[Finding]):
     """The non-leaf tensors reachable from one object, shortest path first."""
 
     def __init__(self, findings=(), subject: str = "object"):

@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 import textwrap
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import graphleaf_edu as gl
 
