@@ -1,18 +1,25 @@
-"""Property tests: random nested containers of leaf and non-leaf tensors (with aliases)."""
+"""Property tests: random nests of containers, parametrized modules, objects with their own
+``__getstate__`` or ``copyreg`` reducer, deques and namespaces, around leaf and non-leaf tensors
+(with aliases), checked against the real ``copy.deepcopy``."""
 from __future__ import annotations
 
+import collections
 import copy
+import copyreg
 import dataclasses
+import types
 import warnings
 from collections import namedtuple
 
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from torch_cases import tensor_pool, tensors_in
+from torch import nn
+from torch_cases import tensor_pool
 
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
-from graphleaf_edu.diagnose import find_nonleaf
+from graphleaf_edu.diagnose import find_nonleaf, resolve
+from graphleaf_edu.errors import GRAPH_LEAVES
 
 Pair = namedtuple("Pair", "left right")
 
@@ -21,6 +28,43 @@ Pair = namedtuple("Pair", "left right")
 class Box:
     content: object
     label: str = "box"
+
+
+class Trimmed:
+    """Its ``__getstate__`` leaves ``dropped`` out: deepcopy never reaches it."""
+
+    def __init__(self, kept, dropped):
+        self.kept, self.dropped = kept, dropped
+
+    def __getstate__(self):
+        return {"kept": self.kept, "dropped": None}
+
+
+class Registered:
+    """Copied through a ``copyreg`` reducer that keeps only ``kept``."""
+
+    def __init__(self, kept, dropped):
+        self.kept, self.dropped = kept, dropped
+
+
+def _reduce_registered(obj):
+    return (Registered, (obj.kept, None))
+
+
+copyreg.pickle(Registered, _reduce_registered)
+
+
+class Doubled(nn.Module):
+    def forward(self, weight):
+        return weight * 2
+
+
+def parametrized(content):
+    """A parametrized module (its injected ``__deepcopy__``) holding ``content`` as an attribute."""
+    layer = nn.Linear(2, 2)
+    nn.utils.parametrize.register_parametrization(layer, "weight", Doubled())
+    layer.held = content
+    return layer
 
 
 POOL_SIZE = len(tensor_pool())
@@ -33,6 +77,11 @@ specs = st.recursive(
         st.dictionaries(st.text(max_size=3) | st.integers(-2, 2), inner, max_size=3),
         st.tuples(inner, inner).map(lambda pair: ("pair", pair)),
         inner.map(lambda content: ("box", content)),
+        inner.map(lambda content: ("module", content)),
+        inner.map(lambda content: ("deque", content)),
+        inner.map(lambda content: ("namespace", content)),
+        st.tuples(inner, inner).map(lambda pair: ("trimmed", pair)),
+        st.tuples(inner, inner).map(lambda pair: ("registered", pair)),
     ),
     max_leaves=12,
 )
@@ -51,8 +100,44 @@ def build(spec, pool):
             return tuple(build(item, pool) for item in body)
         if kind == "pair":
             return Pair(*(build(item, pool) for item in body))
-        return Box(build(body, pool))
+        if kind in ("trimmed", "registered"):
+            kept, dropped = (build(item, pool) for item in body)
+            return (Trimmed if kind == "trimmed" else Registered)(kept, dropped)
+        content = build(body, pool)
+        if kind == "module":
+            return parametrized(content)
+        if kind == "deque":
+            return collections.deque([content])
+        if kind == "namespace":
+            return types.SimpleNamespace(content=content)
+        return Box(content)
     return spec
+
+
+def tensors_of(obj) -> list[torch.Tensor]:
+    """Distinct tensors (and plain tensors' grads) in obj, in first-visit order (test oracle)."""
+    found, seen = [], set()
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
+                stack.append(value.grad)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple, collections.deque)):
+            stack.extend(value)
+        elif isinstance(value, (Trimmed, Registered)):
+            stack.append(value.kept)  # what their protocol copies; .dropped is never reached
+        elif isinstance(value, nn.Module):
+            stack.extend([value.held, *value.parameters()])
+        elif isinstance(value, (Box, types.SimpleNamespace)):
+            stack.append(value.content)
+    return found
 
 
 def state(obj):
@@ -64,11 +149,14 @@ def state(obj):
             return ("dict", id(value), [(k, shape_of(v)) for k, v in value.items()])
         if isinstance(value, (list, tuple)):
             return (type(value).__name__, id(value), [shape_of(v) for v in value])
-        if isinstance(value, Box):
-            return ("box", id(value), shape_of(value.content))
+        if isinstance(value, collections.deque):
+            return ("deque", id(value), [shape_of(v) for v in value])
+        inner = inside(value)
+        if inner is not None:
+            return (type(value).__name__, id(value), [shape_of(v) for v in inner])
         return ("atom", value)
 
-    tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_in(obj)]
+    tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_of(obj)]
     return shape_of(obj), tensors
 
 
@@ -89,11 +177,26 @@ def pairs(original, duplicate):
     elif isinstance(original, dict):
         for key in original:
             yield from pairs(original[key], duplicate[key])
-    elif isinstance(original, (list, tuple)):
+    elif isinstance(original, (list, tuple, collections.deque)):
         for a, b in zip(original, duplicate, strict=True):
             yield from pairs(a, b)
-    elif isinstance(original, Box):
+    elif isinstance(original, (Trimmed, Registered)):
+        yield from pairs(original.kept, duplicate.kept)
+    elif isinstance(original, nn.Module):
+        yield from pairs(original.held, duplicate.held)
+    elif isinstance(original, (Box, types.SimpleNamespace)):
         yield from pairs(original.content, duplicate.content)
+
+
+def inside(value):
+    """The generated values an object of this file holds (None: not one of them)."""
+    if isinstance(value, (Box, types.SimpleNamespace)):
+        return [value.content]
+    if isinstance(value, (Trimmed, Registered)):
+        return [value.kept, value.dropped]
+    if isinstance(value, nn.Module):
+        return [value.held]
+    return None
 
 
 PROPERTY_SETTINGS = settings(
@@ -106,14 +209,16 @@ PROPERTY_SETTINGS = settings(
 def test_every_nonleaf_is_found_once_with_a_path_that_evaluates_to_it(spec):
     obj = build(spec, tensor_pool())
     findings = find_nonleaf(obj)
-    expected = {id(t) for t in tensors_in(obj) if not t.is_leaf}
+    expected = {id(t) for t in tensors_of(obj) if not t.is_leaf}
     assert sorted(id(f.tensor) for f in findings) == sorted(expected)
     for finding in findings:
-        assert eval("root" + finding.path, {"root": obj}) is finding.tensor
-    deepcopy_fails = False
+        assert resolve(obj, finding.path) is finding.tensor
+    assert findings.opaque == ()
     try:
         copy.deepcopy(obj)
-    except RuntimeError:
+        deepcopy_fails = False
+    except RuntimeError as error:
+        assert GRAPH_LEAVES in str(error)
         deepcopy_fails = True
     assert deepcopy_fails == bool(findings)
 
@@ -128,10 +233,10 @@ def test_safe_deepcopy_detaches_shares_nothing_keeps_aliases_and_touches_nothing
         duplicate = safe_deepcopy(obj)
     assert same_state(before, state(obj))
 
-    copies = tensors_in(duplicate)
+    copies = tensors_of(duplicate)
     assert all(t.grad_fn is None for t in copies)
     assert find_nonleaf(duplicate) == []
-    original_storages = {t.untyped_storage().data_ptr() for t in tensors_in(obj)}
+    original_storages = {t.untyped_storage().data_ptr() for t in tensors_of(obj)}
     assert original_storages.isdisjoint(t.untyped_storage().data_ptr() for t in copies)
 
     mapping: dict[int, torch.Tensor] = {}

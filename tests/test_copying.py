@@ -326,18 +326,64 @@ def test_other_runtime_errors_are_not_swallowed():
         safe_deepcopy([torch.randn(2, requires_grad=True) * 2, Refuses()])
 
 
-def test_a_nonleaf_hidden_from_the_walk_gets_a_clear_error():
+def test_a_nonleaf_hidden_from_the_walk_gets_a_clear_error_naming_where_it_hides():
     hidden = torch.randn(2, requires_grad=True) * 2
 
-    class Opaque:
+    class CopiesItself:
+        def __init__(self):
+            self.inside = [hidden]
+
+        def __deepcopy__(self, memo):
+            duplicate = CopiesItself.__new__(CopiesItself)
+            duplicate.inside = copy.deepcopy(self.inside, memo)
+            return duplicate
+
+    with pytest.raises(RuntimeError, match=r"cannot reach.*root\['box'\] \(.*CopiesItself\) copies itself") as raised:
+        safe_deepcopy({"box": CopiesItself()})
+    assert "graph leaves" in str(raised.value.__cause__)
+
+
+def test_objects_that_reduce_themselves_are_copied_with_their_nonleafs_detached():
+    hidden = torch.randn(2, requires_grad=True) * 2
+
+    class Reduces:
         __slots__ = ()
 
         def __reduce__(self):
             return (list, ([hidden],))
 
-    with pytest.raises(RuntimeError, match="cannot reach") as raised:
-        safe_deepcopy(Opaque())
-    assert "graph leaves" in str(raised.value.__cause__)
+    twin = copied(Reduces(), [".__reduce_ex__(4)[1][0][0]"])
+    assert type(twin) is list and twin[0].grad_fn is None and torch.equal(twin[0], hidden)
+
+
+def test_a_failed_attempt_is_never_reused_a_subclass_memoizing_itself_keeps_its_attributes():
+    class Tagged(torch.Tensor):
+        def __deepcopy__(self, memo):  # memoizes itself before copying its attributes
+            duplicate = self.detach().clone().as_subclass(Tagged)
+            memo[id(self)] = duplicate
+            duplicate.__dict__ = copy.deepcopy(self.__dict__, memo)
+            return duplicate
+
+    leaf = torch.randn(2, requires_grad=True)
+    tagged = torch.zeros(2).as_subclass(Tagged)
+    tagged.note = {"ok": 1}
+    obj = {"tagged": tagged, "then": leaf * 2}
+    twin = copied(obj, ["['then']"])
+    assert twin["tagged"].note == {"ok": 1}
+    tagged.bad = leaf * 3  # now the non-leaf hides inside the subclass' own __deepcopy__
+    with pytest.raises(RuntimeError, match=r"root\['tagged'\].*copies itself"):
+        safe_deepcopy(obj)
+
+
+def test_detached_tensors_keep_their_attributes_and_retained_grad():
+    x = torch.randn(3, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.sum().backward()
+    y.label = ["kept"]
+    twin = copied({"y": y, "label again": y.label}, ["['y']"])
+    assert twin["y"].label == ["kept"] and twin["y"].label is twin["label again"]
+    assert torch.equal(twin["y"].grad, y.grad) and twin["y"].grad is not y.grad
 
 
 # --- warnings and arguments ------------------------------------------------------------------------

@@ -1,14 +1,18 @@
 """find_nonleaf / describe / explain on every structure copy.deepcopy walks, against real deepcopy."""
 from __future__ import annotations
 
+import collections
 import copy
+import copyreg
 import dataclasses
 import functools
 import re
+import types
 from collections import namedtuple
 
 import pytest
 import torch
+import torch.fx
 from torch import nn
 from torch.nn.utils import prune
 from torch.utils.data import DataLoader
@@ -43,7 +47,8 @@ def checked(obj) -> Findings:
     findings = find_nonleaf(obj)
     assert isinstance(findings, Findings)
     for finding in findings:
-        assert eval("root" + finding.path, {"root": obj}) is finding.tensor, finding.path
+        assert resolve(obj, finding.path) is finding.tensor, finding.path
+        assert eval(finding.where, {"root": obj, "copyreg": copyreg}) is finding.tensor, finding.path
         assert not finding.tensor.is_leaf
         assert finding.grad_fn == type(finding.tensor.grad_fn).__name__
         assert finding.cause and finding.fix
@@ -388,7 +393,7 @@ def test_tensor_attributes_partials_and_bound_methods():
         "['call'].args[0]",
         "['bound'].__self__.value",
     ]
-    assert findings[0].cause == "non-leaf tensor stored as an attribute of a tensor"
+    assert findings[0].cause == "non-leaf tensor stored as an attribute of a tensor (a tensor subclass' attribute)"
 
 
 def test_properties_and_getattr_are_never_called():
@@ -421,7 +426,7 @@ def test_properties_and_getattr_are_never_called():
     assert calls == []
 
 
-def test_objects_that_copy_themselves_are_trusted():
+def test_objects_whose_own_deepcopy_cannot_be_looked_inside_are_reported_by_path(capsys):
     class SkipsCache(nn.Module):  # its own __deepcopy__ leaves the cache out
         def __init__(self):
             super().__init__()
@@ -439,24 +444,214 @@ def test_objects_that_copy_themselves_are_trusted():
             duplicate.__dict__.update(copy.deepcopy(state, memo), cache=None)
             return duplicate
 
-    class Reduces:  # deepcopy copies what __reduce__ returns, not __dict__
-        def __init__(self, value):
-            self.value = value
-
-        def __reduce__(self):
-            return (Reduces, (None,))
-
     model = SkipsCache()
     model(torch.randn(1, 2))
+    findings = checked({"model": model})
+    assert findings == [] and [o.path for o in findings.opaque] == ["['model']"]
+    assert "copies itself" in findings.opaque[0].reason
+    explain({"model": model})
+    text = capsys.readouterr().out
+    assert "Nothing to fix" not in text and "root['model'] (" in text and "cannot look inside" in text
+
+
+class Reduces:  # deepcopy copies what __reduce__ returns, not __dict__
+    def __init__(self, value, kept=None):
+        self.value = value
+        self.kept = kept
+
+    def __reduce__(self):
+        return (Reduces, (None, self.kept))
+
+
+def test_what_a_reduce_returns_is_followed():
+    x = graph_leaf(1)
+    assert checked([Reduces(x * 2)]) == []
+    assert only(checked([Reduces(x * 2, kept=x * 3)])).path == "[0].__reduce_ex__(4)[1][1]"
+
+
+# --- blind spots of a walk by its own rules: deepcopy's protocol reaches them ---------------------
+
+
+@pytest.mark.parametrize("parametrize", ["weight_norm", "spectral_norm", "custom"])
+def test_a_cache_on_a_parametrized_module(parametrize):
+    class Double(nn.Module):
+        def forward(self, weight):
+            return weight * 2
+
+    layer = nn.Linear(3, 3)
+    if parametrize == "custom":
+        nn.utils.parametrize.register_parametrization(layer, "weight", Double())
+    else:
+        layer = getattr(nn.utils.parametrizations, parametrize)(layer)
+    model = nn.Sequential(layer, nn.ReLU())
     assert checked(model) == []
-    assert checked([Reduces(graph_leaf(1) * 2)]) == []
+    model[0].last = model(torch.randn(2, 3))
+    finding = only(checked(model))
+    assert finding.path == "[0].last" and finding.kind == "cached-activation"
 
 
-def test_a_custom_getstate_is_not_called_so_its_dict_is_walked():
+def test_a_nonleaf_constant_of_a_torch_fx_graph_module():
+    class Shift(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.linear(x) + torch.ones(3)
+
+    traced = torch.fx.symbolic_trace(Shift())
+    assert checked(traced) == [] and find_nonleaf(traced).opaque == ()
+    traced._tensor_constant0 = traced._tensor_constant0 * graph_leaf(3)
+    finding = only(checked(traced))
+    assert finding.path == "._tensor_constant0" and finding.kind == "fx-constant"
+
+
+def test_deque_simplenamespace_and_defaultdict_factory():
+    x = graph_leaf(2)
+    factory_owner = types.SimpleNamespace(offset=x * 4)
+    obj = {
+        "deque": collections.deque([1, x * 1], maxlen=5),
+        "namespace": types.SimpleNamespace(a=1, b=x * 2),
+        "defaultdict": collections.defaultdict(list, {"k": x * 3}),
+        "factory": collections.defaultdict(functools.partial(dict, owner=factory_owner)),
+        "ordered": collections.OrderedDict(z=x * 5),
+    }
+    assert [f.path for f in checked(obj)] == [
+        "['deque'][1]",
+        "['namespace'].b",
+        "['defaultdict']['k']",
+        "['ordered']['z']",
+        "['factory'].default_factory.keywords['owner'].offset",
+    ]
+
+
+# --- false alarms: deepcopy's own protocol leaves the tensor out ------------------------------------
+
+
+class LeftOutByCopyreg:
+    def __init__(self, cache, kept):
+        self.cache, self.kept = cache, kept
+
+
+def _reduce_left_out(obj):
+    return (LeftOutByCopyreg, (None, obj.kept))
+
+
+def test_a_copyreg_reducer_that_leaves_the_cache_out():
+    copyreg.pickle(LeftOutByCopyreg, _reduce_left_out)
+    try:
+        x = graph_leaf(2)
+        assert checked(LeftOutByCopyreg(x * 2, kept=1)) == []
+        kept = LeftOutByCopyreg(None, kept=x * 3)
+        assert only(checked(kept)).path == "copyreg.dispatch_table[type(root)](root)[1][1]"
+    finally:
+        del copyreg.dispatch_table[LeftOutByCopyreg]
+
+
+# --- causes by kind, and the fix that fits ------------------------------------------------------------
+
+
+def test_dataparallel_replica_parameters():
+    model = nn.Linear(3, 3)
+    replica = model._replicate_for_data_parallel()  # what nn.parallel.replicate builds, per device
+    for name, parameter in model._parameters.items():
+        setattr(replica, name, parameter * 1)  # replicate() sets broadcast (non-leaf) copies
+    findings = checked(replica)
+    assert [f.kind for f in findings] == ["replica-parameter", "replica-parameter"]
+    assert "dp.module" in findings[0].fix
+
+
+def test_fast_weights_and_weight_drop_write_into_parameters():
+    learner = nn.Linear(3, 1)
+    loss = learner(torch.randn(4, 3)).pow(2).mean()
+    grads = torch.autograd.grad(loss, list(learner.parameters()), create_graph=True)
+    for (name, weight), grad in zip(list(learner.named_parameters()), grads):
+        learner._parameters[name] = weight - 0.1 * grad  # learn2learn's update_module does this
+    assert {f.kind for f in checked(learner)} == {"fast-weights"}
+
+    class WeightDrop(nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+            self.weight_raw = nn.Parameter(module.weight.detach().clone())
+            del module._parameters["weight"]
+
+        def forward(self, x):
+            self.module._parameters["weight"] = nn.functional.dropout(self.weight_raw, 0.5, self.training)
+            return self.module(x)
+
+    dropped = WeightDrop(nn.Linear(3, 3))
+    dropped(torch.randn(2, 3))
+    finding = only(checked(dropped))
+    assert finding.path == ".module.weight" and finding.kind == "weight-drop"
+
+
+def test_a_bound_method_hook_of_a_wrapper_names_the_inner_network():
+    class Wrapper(nn.Module):  # BYOL-style: the hook stores the inner network's hidden output
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+            self.hidden = {}
+            self.handle = net[0].register_forward_hook(self._store)
+
+        def _store(self, module, args, output):
+            self.hidden["projection"] = output
+
+    net = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    wrapper = Wrapper(net)
+    net(torch.randn(2, 3))
+    hook_id = wrapper.handle.id
+    finding = only(checked(net))
+    assert finding.path == f"[0]._forward_hooks[{hook_id}].__self__.hidden['projection']"
+    assert finding.kind == "hook-object" and "handle.remove()" in finding.fix
+    wrapper.handle.remove()
+    assert checked(net) == []
+
+
+def test_a_learned_learning_rate_in_an_optimizer_and_a_scheduler():
+    log_lr = torch.zeros((), requires_grad=True)
+    weight = graph_leaf(3)
+    opt = torch.optim.SGD([weight], lr=log_lr.exp())
+    kinds = {f.path: f.kind for f in checked(opt)}
+    assert kinds == {".defaults['lr']": "tensor-hyperparameter"}
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1)
+    assert {f.kind for f in checked(scheduler)} == {"tensor-hyperparameter"}
+
+
+def test_logged_metrics_and_generation_kwargs():
+    x = graph_leaf(3)
+
+    class Trainer:
+        def __init__(self):
+            self.history = {"train_loss": [(x * 2).sum()]}
+
+    assert only(checked(Trainer())).kind == "logged-output"
+    state = {"model_kwargs": {"past_key_values": ((x * 2, x * 3),)}}
+    assert {f.kind for f in checked(state)} == {"kv-cache"}
+
+
+def test_one_line_form_and_wording_for_the_error_the_user_got():
+    model = Cached(3)
+    model(torch.randn(2, 3))
+    findings = find_nonleaf(model)
+    assert findings.lines() == [
+        "root.cache: cached activation in a module attribute (grad_fn=AddmmBackward0) | fix: "
+        + findings[0].fix
+    ]
+    assert findings.report().startswith("copy.deepcopy(root) fails for this Cached")
+    refused = RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, since ...")
+    assert findings.report(refused).startswith("torch.multiprocessing refuses to send this Cached")
+    assert findings.report("multiprocessing") == findings.report(refused)
+    with pytest.raises(ValueError, match="error="):
+        findings.report("pickle")
+
+
+def test_a_getstate_that_leaves_the_cache_out_is_followed():
     class DetachesInGetstate(nn.Module):
         def __init__(self):
             super().__init__()
             self.cache = graph_leaf(2) * 2
+            self.kept = graph_leaf(2) * 3
 
         def __getstate__(self):
             state = super().__getstate__()
@@ -464,8 +659,10 @@ def test_a_custom_getstate_is_not_called_so_its_dict_is_walked():
             return state
 
     model = DetachesInGetstate()
-    copy.deepcopy(model)  # works...
-    assert only(find_nonleaf(model)).path == ".cache"  # ...but find_nonleaf only reads __dict__
+    finding = only(checked(model))  # the cache is fine; the other one is not
+    assert finding.path == ".kept" and finding.cause == "cached activation in a module attribute"
+    del model.kept
+    assert checked(model) == []
 
 
 def test_model_whose_constructor_takes_arguments():

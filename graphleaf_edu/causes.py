@@ -1,0 +1,239 @@
+"""Why a non-leaf tensor sits where the walk found it, and the fix that fits that cause.
+
+One ``Cause`` per kind the package knows (``CAUSES``), chosen from where the tensor is stored:
+the object holding it, the edge that reaches it, and the objects on the way from the root.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.utils.prune import BasePruningMethod
+from torch.nn.utils.spectral_norm import SpectralNorm
+from torch.nn.utils.weight_norm import WeightNorm
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+from torch.utils.data import Dataset
+
+from graphleaf_edu import deepcopy_walk as dw
+
+
+@dataclass(frozen=True)
+class Cause:
+    kind: str  # a short stable name, for code and grep
+    cause: str  # what the tensor is, in words
+    fix: str  # the fix that fits, as code where it can be
+
+
+def _cause(kind: str, cause: str, fix: str) -> Cause:
+    return Cause(kind, cause, fix)
+
+
+ROOT_TENSOR = _cause(
+    "root-tensor", "the object itself is a non-leaf tensor",
+    "copy `t.detach().clone()` instead, or compute it under `torch.no_grad()` if no gradient is needed",
+)
+NONLEAF_GRAD = _cause(
+    "nonleaf-grad", ".grad is non-leaf (backward with create_graph=True)",
+    "once the higher-order step is done, drop the gradient's graph: `x.grad = x.grad.detach()` (or `x.grad = None`)",
+)
+KEYED = _cause(
+    "tensor-key", "non-leaf tensor used as a dict key or set member",
+    "key by something without a graph (a name, an index, or `t.detach()`)",
+)
+CACHED = _cause(
+    "cached-activation", "cached activation in a module attribute",
+    "store `output.detach()` where it is cached (in `forward` or the forward hook), or set the attribute to None before copying",
+)
+BUFFER_ASSIGNED = _cause(
+    "buffer-assigned", "buffer re-assigned to a non-leaf tensor",
+    "update the buffer under `torch.no_grad()` or assign `value.detach()`",
+)
+MODULE_CONTAINER = _cause(
+    "module-container", "activations kept in a list/dict attribute of a module",
+    "store `.detach()`ed tensors in it, or clear it before copying",
+)
+HOOK_OBJECT = _cause(
+    "hook-object", "a hook's object keeps outputs: copying the module copies the hook's bound `self` too",
+    "store `output.detach()` in the hook, or remove the hook (`handle.remove()`) before copying the module",
+)
+REPLICA_PARAMETER = _cause(
+    "replica-parameter", "non-leaf parameter of a DataParallel replica (computed from the original's)",
+    "copy the original module (`dp.module`), never a replica made inside `forward`",
+)
+WEIGHT_DROP = _cause(
+    "weight-drop", "non-leaf parameter written by WeightDrop/DropConnect (`dropout(weight_raw)` put in `_parameters`)",
+    "copy before the first forward or after resetting it from the raw weight: "
+    "`module._parameters[name] = nn.Parameter(module.<name>_raw.detach().clone())`, "
+    "or compute the dropped weight as a local in `forward`",
+)
+FAST_WEIGHTS = _cause(
+    "fast-weights", "non-leaf parameter: fast weights (a parameter replaced by `w - lr * grad`, learn2learn/higher style)",
+    "copy the base model before the inner loop, or keep fast weights outside the module: "
+    "`torch.func.functional_call(model, fast_weights, (x,))`",
+)
+FX_CONSTANT = _cause(
+    "fx-constant", "a torch.fx constant captured with its graph (a non-leaf tensor traced as an attribute)",
+    "trace with constants made under `torch.no_grad()`, or replace it: `gm.<name> = gm.<name>.detach()`",
+)
+LEARNED_LR = _cause(
+    "tensor-hyperparameter", "a tensor hyper-parameter (a learned learning rate) in an optimizer or scheduler",
+    "give the optimizer a detached value (`group['lr'] = lr.detach()`) and keep the learnable one outside it",
+)
+OPTIMIZER = _cause(
+    "optimizer-state", "optimizer state holds a non-leaf tensor",
+    "update optimizer state under `torch.no_grad()` (as `optimizer.step()` does)",
+)
+DATASET = _cause(
+    "dataset", "dataset holds a non-leaf tensor",
+    "build the data under `torch.no_grad()` or store `tensor.detach()` in the dataset",
+)
+TENSOR_ATTRIBUTE = _cause(
+    "tensor-attribute", "non-leaf tensor stored as an attribute of a tensor (a tensor subclass' attribute)",
+    "store `value.detach()` on the tensor instead",
+)
+LOGGED = _cause(
+    "logged-output", "logged metric or step output still attached to the graph",
+    "log `loss.detach()` (or `loss.item()`); keep only detached outputs in history/state that gets copied",
+)
+KV_CACHE = _cause(
+    "kv-cache", "a KV-cache or model kwargs still attached to the graph, deep-copied with the generation state",
+    "generate under `torch.no_grad()` / `torch.inference_mode()`, or detach the cache tensors before copying",
+)
+OBJECT_ATTRIBUTE = _cause(
+    "object-attribute", "non-leaf tensor in an object attribute",
+    "store `tensor.detach()` unless you still need to backpropagate through it",
+)
+CONTAINED = _cause(
+    "container", "non-leaf tensor in a container",
+    "put `tensor.detach()` in the container; keep the graph only where you call backward",
+)
+OLD_WEIGHT_NORM = "old-weight-norm"
+OLD_SPECTRAL_NORM = "old-spectral-norm"
+PRUNE = "prune"
+
+_HOOK_STORES = re.compile(r"_(forward|backward)(_pre)?_hooks(_with_kwargs)?$|_state_dict_hooks$")
+_LOGGED_NAME = re.compile(r"loss|metric|log|output|history|result|pred|outs\b", re.IGNORECASE)
+_KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_past", re.IGNORECASE)
+_CONTAINERS = (dict, list, tuple, set, frozenset, dw.ReducedParts)
+
+
+def diagnose(nodes: list, index: int) -> Cause:
+    """The cause of the non-leaf tensor at ``nodes[index]`` (a node of ``deepcopy_walk.walk``)."""
+    _, parent, kind, key = nodes[index]
+    if parent < 0:
+        return ROOT_TENSOR
+    if kind == dw.GRAD:
+        return NONLEAF_GRAD
+    if kind == dw.KEY:
+        return KEYED
+    hook = _through_hook(nodes, index)
+    if hook:
+        return hook
+    holder = nodes[parent][0]
+    if isinstance(holder, nn.Module):
+        if kind in (dw.ATTR, dw.BUFFER) and _is_graph_module(holder):
+            return FX_CONSTANT
+        if kind == dw.PARAM or (kind == dw.ATTR and dw.instance_dict(holder).get("_is_replica")):
+            return _parameter_cause(nodes, parent, key)
+        if kind == dw.BUFFER:
+            return BUFFER_ASSIGNED
+        if kind in (dw.ATTR, dw.SLOT):
+            return _module_attribute_cause(holder, key)
+    owner_index = _owner(nodes, parent)
+    owner = nodes[owner_index][0] if owner_index >= 0 else None
+    names = _names_between(nodes, owner_index, index)
+    if isinstance(owner, (Optimizer, LRScheduler)):
+        if isinstance(owner, LRScheduler) or (names and "params" not in names and "state" not in names):
+            return LEARNED_LR
+        return OPTIMIZER
+    if isinstance(owner, Dataset):
+        return DATASET
+    if isinstance(owner, torch.Tensor):
+        return TENSOR_ATTRIBUTE
+    if any(_KV_NAME.search(name) for name in names):
+        return KV_CACHE
+    if isinstance(owner, nn.Module):
+        return MODULE_CONTAINER
+    if any(_LOGGED_NAME.search(name) for name in names):
+        return LOGGED
+    return CONTAINED if owner is None else OBJECT_ATTRIBUTE
+
+
+def _owner(nodes: list, index: int) -> int:
+    """The nearest enclosing object that is not a plain container (-1: containers up to the root)."""
+    while index >= 0 and isinstance(nodes[index][0], _CONTAINERS):
+        index = nodes[index][1]
+    return index
+
+
+def _names_between(nodes: list, owner: int, index: int) -> list[str]:
+    """The attribute names and string keys on the way from the owner down to the tensor."""
+    names = []
+    while index > owner and index > 0:
+        _, parent, kind, key = nodes[index]
+        if kind in (dw.ATTR, dw.SLOT, dw.MEMBER, dw.STATE_ITEM) and isinstance(key, str):
+            names.append(key)
+        elif kind == dw.VALUE and isinstance(key[1], str):
+            names.append(key[1])
+        index = parent
+    return names
+
+
+def _through_hook(nodes: list, index: int) -> Cause | None:
+    """A path through a module's hook dict into a bound method's ``self`` (BYOL-style wrappers)."""
+    through_self = False
+    while index > 0:
+        _, parent, kind, key = nodes[index]
+        through_self = through_self or (kind == dw.MEMBER and key == "__self__")
+        holder = nodes[parent][0]
+        if kind == dw.ATTR and isinstance(holder, nn.Module) and _HOOK_STORES.search(str(key)):
+            return HOOK_OBJECT if through_self else None
+        index = parent
+    return None
+
+
+def _is_graph_module(module: nn.Module) -> bool:
+    return any(klass.__module__ == "torch.fx.graph_module" for klass in type(module).__mro__)
+
+
+def _parameter_cause(nodes: list, module_index: int, name: str) -> Cause:
+    """DataParallel replicas are marked ``_is_replica``; WeightDrop keeps ``<name>_raw`` on the
+    module or on the wrapper around it; any other computed parameter is a fast weight."""
+    stored = dw.instance_dict(nodes[module_index][0])
+    if stored.get("_is_replica"):
+        return REPLICA_PARAMETER
+    wrapper_index = _owner(nodes, nodes[module_index][1])
+    for index in (module_index, wrapper_index):
+        if index >= 0 and isinstance(nodes[index][0], nn.Module):
+            state = dw.instance_dict(nodes[index][0])
+            if f"{name}_raw" in state.get("_parameters", {}) or f"{name}_raw" in state:
+                return WEIGHT_DROP
+    return FAST_WEIGHTS
+
+
+def _module_attribute_cause(module: nn.Module, name: Any) -> Cause:
+    for hook in dw.instance_dict(module).get("_forward_pre_hooks", {}).values():
+        hook_state = dw.instance_dict(hook)
+        if isinstance(hook, WeightNorm) and hook_state.get("name") == name:
+            return _cause(
+                OLD_WEIGHT_NORM, "old torch.nn.utils.weight_norm",
+                "use `torch.nn.utils.parametrizations.weight_norm` (it deep-copies), or call "
+                f"`torch.nn.utils.remove_weight_norm(module, {name!r})` before copying",
+            )
+        if isinstance(hook, SpectralNorm) and hook_state.get("name") == name:
+            return _cause(
+                OLD_SPECTRAL_NORM, "spectral_norm (old API) after a forward",
+                "use `torch.nn.utils.parametrizations.spectral_norm`, or call "
+                f"`torch.nn.utils.remove_spectral_norm(module, {name!r})` before copying",
+            )
+        if isinstance(hook, BasePruningMethod) and hook_state.get("_tensor_name") == name:
+            return _cause(
+                PRUNE, "torch.nn.utils.prune reparametrisation",
+                f"make the pruning permanent with `torch.nn.utils.prune.remove(module, {name!r})` "
+                "before copying, or copy the `state_dict()` into a new instance",
+            )
+    return CACHED
