@@ -5,6 +5,8 @@ The core needs torch only and loads with the package:
     find_nonleaf        every tensor that breaks deepcopy, by path (-> Findings of Finding); explain;
                         resolve(root, path) follows a finding's path
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
+    explain_errors      `with explain_errors(): ...`: a graph-leaves error gets notes naming each culprit;
+                        also `%load_ext graphleaf_edu` (IPython) and `python -m graphleaf_edu SCRIPT`
 
 Everything else loads on first use (``_LAZY`` below), so a training job that imports the package
 pays for none of it; a name whose extra is missing says which one to install:
@@ -36,6 +38,7 @@ from graphleaf_edu.diagnose import (
     find_nonleaf,
     resolve,
 )
+from graphleaf_edu.on_error import explain_errors
 
 if TYPE_CHECKING:  # what type checkers see of _LAZY; tests/test_public_api.py keeps the two equal
     from graphleaf_edu.dataloading import (
@@ -99,6 +102,7 @@ __all__ = [
     "describe",
     "draw",
     "explain",
+    "explain_errors",
     "find_nonleaf",
     "fix_comparison",
     "gpu_lesson",
@@ -147,3 +151,17 @@ def _import(module_name: str, wanted: str) -> Any:
             f"Install the extra that brings it: pip install 'graphleaf-edu[{extra}]'",
             name=missing.name,
         ) from missing
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext graphleaf_edu``: a cell's graph-leaves error ends with notes naming each culprit.
+    IPython hands in its shell; this package never imports IPython itself."""
+    from graphleaf_edu.on_error import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from graphleaf_edu.on_error import unload_ipython_extension as unload
+
+    unload(ipython)
