@@ -116,7 +116,9 @@ OLD_SPECTRAL_NORM = "old-spectral-norm"
 PRUNE = "prune"
 
 _HOOK_STORES = re.compile(r"_(forward|backward)(_pre)?_hooks(_with_kwargs)?$|_state_dict_hooks$")
-_LOGGED_NAME = re.compile(r"loss|metric|log|output|history|result|pred|outs\b", re.IGNORECASE)
+_LOGGED_NAME = re.compile(
+    r"(^|_)(loss(es)?|metrics?|logs?|logged|outputs?|outs|history|results?|preds?|predictions?)($|_)", re.IGNORECASE
+)
 _KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_past", re.IGNORECASE)
 _CONTAINERS = (dict, list, tuple, set, frozenset, dw.ReducedParts)
 

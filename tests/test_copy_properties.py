@@ -245,3 +245,52 @@ def test_safe_deepcopy_detaches_shares_nothing_keeps_aliases_and_touches_nothing
         assert torch.equal(original.detach(), twin) and twin.dtype == original.dtype
         assert twin.requires_grad == (original.is_leaf and original.requires_grad)
     assert len({id(t) for t in mapping.values()}) == len(mapping)  # distinct originals stay distinct
+
+
+class CopiesItself:
+    """Its own ``__deepcopy__``, which no walk can look inside: find_nonleaf reports it as opaque."""
+
+    def __init__(self, content):
+        self.content = content
+
+    def __deepcopy__(self, memo):
+        duplicate = CopiesItself.__new__(CopiesItself)
+        memo[id(self)] = duplicate
+        duplicate.content = copy.deepcopy(self.content, memo)
+        return duplicate
+
+
+opaque_specs = st.lists(specs, min_size=1, max_size=3).flatmap(
+    lambda parts: st.tuples(st.just(parts), st.lists(st.booleans(), min_size=len(parts), max_size=len(parts)))
+)
+
+
+def raises_inside_deepcopy(tensor: torch.Tensor) -> bool:
+    """Whether Tensor.__deepcopy__ raises on this tensor, whatever the memo holds for its .grad."""
+    if not tensor.is_leaf:
+        return True
+    grad = tensor.grad if type(tensor) is torch.Tensor else None
+    return grad is not None and not grad.is_leaf
+
+
+@PROPERTY_SETTINGS
+@given(opaque_specs)
+def test_safe_deepcopy_succeeds_exactly_when_every_culprit_is_reachable(spec):
+    parts, hidden_flags = spec
+    pool = tensor_pool()
+    built = [build(part, pool) for part in parts]
+    obj = [CopiesItself(value) if hidden else value for value, hidden in zip(built, hidden_flags, strict=True)]
+    findings = find_nonleaf(obj)
+    assert [o.path for o in findings.opaque] == [f"[{i}]" for i, hidden in enumerate(hidden_flags) if hidden]
+    outside = {id(t) for value, hidden in zip(built, hidden_flags, strict=True) if not hidden for t in tensors_of(value)}
+    inside = [t for value, hidden in zip(built, hidden_flags, strict=True) if hidden for t in tensors_of(value)]
+    unreachable_culprit = any(raises_inside_deepcopy(t) and id(t) not in outside for t in inside)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DetachedTensorsWarning)
+        try:
+            safe_deepcopy(obj)
+            failed = False
+        except RuntimeError as error:
+            assert "cannot reach" in str(error) and "copies itself" in str(error)
+            failed = True
+    assert failed == unreachable_culprit
