@@ -95,7 +95,7 @@ class OpaqueObject:
         return f"{expression(self.path)} ({self.type_name}) {self.reason}"
 
 
-class Findings(list):
+class Findings(list[Finding]):
     """The non-leaf tensors reachable from one object, shortest path first.
 
     ``opaque`` lists the objects whose copy the walk could not look inside; a non-leaf hidden
