@@ -22,6 +22,10 @@ def core() -> list[str]:
     findings = assert_type(gl.find_nonleaf(state), gl.Findings)
     first = assert_type(findings[0], gl.Finding)
     assert_type(gl.explain(state), None)
+    assert_type(gl.deepcopy_blocker(y), str | None)
+    assert gl.resolve(state, first.path) is y
+    with gl.explain_errors():
+        assert_type(findings.lines(), list[str])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         copied = assert_type(gl.safe_deepcopy(state), dict[str, torch.Tensor])
