@@ -6,6 +6,7 @@ import copy
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -132,3 +133,24 @@ def test_python_dash_m_graphleaf_edu_runs_a_script_with_the_notes(tmp_path):
 def test_the_extension_hooks_are_importable_from_the_package():
     assert callable(graphleaf_edu.load_ipython_extension) and callable(graphleaf_edu.unload_ipython_extension)
     assert graphleaf_edu.explain_errors is explain_errors
+
+
+def test_lesson_11_shows_the_notes_of_a_real_averaged_model_failure():
+    """nbval reruns the lesson in a real kernel and compares the stored outputs; this pins down what
+    they must show: the extension loaded, AveragedModel failing, and its notes naming root.<path>."""
+    import nbformat
+
+    from graphleaf_edu.errors import GRAPH_LEAVES
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "11_real_causes_in_libraries.ipynb"
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert any(c.source.strip() == "%load_ext graphleaf_edu" for c in cells)
+    failing = next(i for i, c in enumerate(cells) if "AveragedModel(model)" in c.source)
+    assert "raises-exception" in cells[failing].metadata.get("tags", [])
+    error = next(o for o in cells[failing].outputs if o.output_type == "error")
+    assert error.ename == "RuntimeError" and GRAPH_LEAVES in error.evalue
+    notes = cells[failing + 1]
+    assert "sys.last_value.__notes__" in notes.source
+    printed = "".join(o.text for o in notes.outputs if o.output_type == "stream")
+    assert "copy.deepcopy(x) called in torch.optim.swa_utils, AveragedModel.__init__" in printed
+    assert f"{NOTE_PREFIX}root.last: cached activation in a module attribute" in printed
