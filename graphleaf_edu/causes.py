@@ -1,7 +1,7 @@
 """Why a non-leaf tensor sits where the walk found it, and the fix that fits that cause.
 
-One ``Cause`` per kind the package knows (``CAUSES``), chosen from where the tensor is stored:
-the object holding it, the edge that reaches it, and the objects on the way from the root.
+One ``Cause`` per kind the package knows (its ``kind`` is a short stable name), chosen from where
+the tensor is stored: the object holding it, the edge that reaches it, the objects on the way.
 """
 from __future__ import annotations
 

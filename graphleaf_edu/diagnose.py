@@ -57,8 +57,8 @@ class TensorInfo:
 class Finding:
     """One tensor that makes ``copy.deepcopy`` raise: ``resolve(root, path) is tensor``.
 
-    ``kind`` names the cause (``causes.CAUSES``); ``cause`` says it in words and ``fix`` is the
-    fix that fits it. ``line()`` is the one-line form (path, cause, fix) for logs and grep.
+    ``kind`` names the cause in a short stable word (``graphleaf_edu.causes``); ``cause`` says it in
+    words and ``fix`` is the fix that fits it. ``line()`` is the one-line form (path, cause, fix) for logs and grep.
     """
 
     path: str
