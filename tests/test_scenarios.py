@@ -1,26 +1,25 @@
 """Every scenario raises its real error on the installed PyTorch, every fix works, code() is what ran."""
 import copy
+import inspect
 import pickle
 import queue
 import re
+import subprocess
+import sys
 import traceback
 from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from graphleaf_edu.diagnose import find_nonleaf
 from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, error_line
-from graphleaf_edu.scenarios import (
-    NONE,
-    PRELUDE,
-    SCENARIOS,
-    ExpectedError,
-    Fix,
-    Scenario,
-)
+from graphleaf_edu.scenarios import NONE, SCENARIOS, ExpectedError, Fix, Scenario
+from graphleaf_edu.scenarios.catalog import dataset_getitem, model_cache
+from graphleaf_edu.scenarios.source import shown_code
 
 SEED_SCENARIOS = ["intermediate_tensor", "model_output", "dataset_getitem", "model_cache"]
 FIXES = [(s.key, f.key) for s in SCENARIOS.values() for f in s.fixes if f.key != NONE]
@@ -93,7 +92,7 @@ def test_fix_works_and_the_copy_behaves(key, fix_key):
     left_in_original = [finding.path for finding in find_nonleaf(outcome.original)]
     if fix.mutates_original:
         assert left_in_original == [], "the fix says it changes the original, but the graph is still there"
-    elif fix.setup_code is None:
+    elif fix.setup is None:
         assert left_in_original == [scenario.culprit], "the original lost its graph"
         assert_same_values(outcome.original, scenario.namespace(fix_key)[scenario.target])
 
@@ -103,35 +102,86 @@ def test_fix_works_and_the_copy_behaves(key, fix_key):
     assert_same_values(outcome.copied, outcome.original)
 
 
-# Run here with a plain exec, without the outcome's recorder: the warnings come out.
+def run_shown_code(code: str, setup_name: str, copy_name: str):
+    """Run the shown text on its own: define everything it shows, call the setup, then the copy."""
+    fresh = {}
+    exec(compile(code, "<shown code>", "exec"), fresh)  # noqa: S102 (the text must run by itself)
+    made = fresh[setup_name]()
+    names = inspect.signature(fresh[copy_name]).parameters
+    return fresh[copy_name](*(made[name] for name in names))
+
+
+# Run here on its own, without the outcome's recorder: the warnings come out.
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::graphleaf_edu.DetachedTensorsWarning")
 @pytest.mark.parametrize(("key", "fix_key"), [(s.key, f.key) for s in SCENARIOS.values() for f in s.fixes])
 def test_code_is_exactly_what_runs(key, fix_key):
     scenario = SCENARIOS[key]
     fix = scenario.fix(fix_key)
+    setup = fix.setup or scenario.setup
     outcome = scenario.run(fix_key)
-    assert outcome.code == scenario.code(fix_key) == PRELUDE + (fix.setup_code or scenario.setup_code) + "\n" + fix.copy_code
+    assert outcome.code == scenario.code(fix_key)
+    assert inspect.getsource(setup) in outcome.code and inspect.getsource(fix.copy) in outcome.code
+    assert fix.copy_code == inspect.getsource(fix.copy)
+    for line in outcome.code.splitlines():  # every shown line is a line of the catalog
+        assert not line.strip() or any(line in catalog_lines(module) for module in {setup.__module__, fix.copy.__module__})
 
-    fresh = {}
     if outcome.ok:
-        exec(outcome.code, fresh)  # noqa: S102
-        assert_same_values(fresh["copied"], outcome.copied)
+        assert_same_values(run_shown_code(outcome.code, setup.__name__, fix.copy.__name__), outcome.copied)
     else:
         with pytest.raises(scenario.error.type) as raised:
-            exec(outcome.code, fresh)  # noqa: S102
+            run_shown_code(outcome.code, setup.__name__, fix.copy.__name__)
         assert error_line(raised.value) == outcome.error_line
+
+
+def catalog_lines(module: str) -> set[str]:
+    return set(inspect.getsource(sys.modules[module]).splitlines())
 
 
 @pytest.mark.parametrize("key", list(SCENARIOS))
 def test_traceback_lines_point_into_the_shown_code(key):
     scenario = SCENARIOS[key]
+    copy_function = scenario.fix(NONE).copy
     outcome = scenario.run(NONE)
     ours = [frame for frame in traceback.extract_tb(outcome.error.__traceback__)
-            if frame.filename == f"<scenario {key}, fix {NONE}>"]
+            if frame.filename == inspect.getsourcefile(copy_function) and frame.name == copy_function.__name__]
     assert ours, "no traceback frame in the scenario's code"
-    lines = outcome.code.splitlines()
-    assert ours[0].line == lines[ours[0].lineno - 1].strip()
-    assert lines[ours[0].lineno - 1] in scenario.fix(NONE).copy_code.splitlines()
+    assert ours[0].line in outcome.code
+    assert ours[0].line in scenario.fix(NONE).copy_code
+
+
+def test_the_namespace_holds_what_the_shown_code_names_and_what_setup_made():
+    namespace = SCENARIOS["model_cache"].namespace("state_dict")
+    assert namespace["Cached"] is model_cache.Cached and namespace["torch"] is torch and "copy" not in namespace
+    assert namespace["load_state_dict_into_a_new_model"] is model_cache.load_state_dict_into_a_new_model
+    assert isinstance(namespace["model"], model_cache.Cached) and not namespace["output"].is_leaf
+    assert "CachedDetached" not in namespace  # not part of this fix's code
+
+
+def test_shown_code_takes_only_what_the_functions_use():
+    code = SCENARIOS["model_cache"].code("detach_at_source")
+    assert "class Cached(nn.Module):" in code and "class CachedDetached(Cached):" in code
+    assert "CachedWithGetstate" not in code and "SCENARIO" not in code and "graphleaf_edu.scenarios" not in code
+    assert code.startswith("import copy\n\nimport torch\nfrom torch import nn\n\n\nclass Cached")
+
+
+def test_shown_code_merges_the_imports_of_two_modules():
+    shown = shown_code(model_cache.setup_with_deepcopy, SCENARIOS["model_cache"].fix("safe_deepcopy").copy)
+    imports = shown.text.split("\n\n\n")[0]
+    assert imports == "import copy\n\nimport torch\nfrom torch import nn\n\nfrom graphleaf_edu import safe_deepcopy"
+
+
+def test_the_catalog_is_ruff_clean():
+    catalog = Path(model_cache.__file__).parent.parent
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(catalog)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+
+
+def test_spawn_workers_unpickle_the_catalog_datasets():
+    dataset = dataset_getitem.setup_detached_at_construction()["dataset"]
+    loader = DataLoader(dataset, batch_size=4, num_workers=1, multiprocessing_context="spawn", timeout=120)
+    batches = list(loader)
+    assert torch.equal(torch.cat(batches), dataset.data)
 
 
 def test_error_lines_are_deterministic_and_free_of_addresses():
@@ -173,10 +223,10 @@ def test_warnings_are_recorded_in_the_outcome_not_printed(recwarn):
     )
 
 
-def test_setup_code_stays_short_enough_to_read_in_a_widget():
+def test_code_stays_short_enough_to_read_in_a_widget():
     for scenario in SCENARIOS.values():
-        for text in [scenario.setup_code] + [f.setup_code for f in scenario.fixes if f.setup_code]:
-            assert len(text.splitlines()) <= 18, (scenario.key, text)
+        for fix in scenario.fix_keys():
+            assert len(scenario.code(fix).splitlines()) <= 60, (scenario.key, fix)
 
 
 def test_unknown_fix_names_the_choices():
@@ -184,20 +234,39 @@ def test_unknown_fix_names_the_choices():
         SCENARIOS["intermediate_tensor"].run("clone")
 
 
+def a_leaf():
+    return {"y": torch.ones(2, requires_grad=True)}
+
+
+def deepcopy_y(y):
+    return copy.deepcopy(y)
+
+
 def test_fixes_must_start_with_none_and_have_unique_keys():
-    fix = Fix("detach", "detach()", "copied = y.detach()", "shares memory")
+    fix = Fix("detach", "detach()", deepcopy_y, "shares memory")
     with pytest.raises(ValueError, match="the first being 'none'"):
-        Scenario("s", "t", "", "y = 1", "y", "", ExpectedError(RuntimeError, ""), (fix,), "wild")
+        Scenario("s", "t", "", a_leaf, "y", "", ExpectedError(RuntimeError, ""), (fix,), "wild")
 
 
 def test_reproduce_says_so_when_pytorch_stops_raising():
     harmless = Scenario(
-        "harmless", "a leaf", "", "y = torch.ones(2, requires_grad=True)", "y", "",
-        ExpectedError(RuntimeError, GRAPH_LEAVES), (Fix(NONE, "deepcopy", "copied = copy.deepcopy(y)", ""),), "wild",
+        "harmless", "a leaf", "", a_leaf, "y", "",
+        ExpectedError(RuntimeError, GRAPH_LEAVES), (Fix(NONE, "deepcopy", deepcopy_y, ""),), "wild",
     )
     assert harmless.run(NONE).ok
+    assert harmless.code() == "import copy\n\nimport torch\n\n\n" + inspect.getsource(a_leaf) + "\n\n" + inspect.getsource(deepcopy_y)
     with pytest.raises(AssertionError, match="did not fail on torch"):
         harmless.reproduce()
+
+
+def test_a_copy_function_needs_names_the_setup_makes():
+    def copy_z(z):
+        return z
+
+    broken = Scenario("broken", "t", "", a_leaf, "y", "", ExpectedError(RuntimeError, ""),
+                      (Fix(NONE, "copy z", copy_z, ""),), "wild")
+    with pytest.raises(TypeError, match=r"copy_z\(\) takes \['z'\], which the scenario's setup does not return"):
+        broken.run()
 
 
 # --- the facts the scenarios' summaries state ---------------------------------------------------

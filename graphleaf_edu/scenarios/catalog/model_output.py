@@ -1,0 +1,59 @@
+"""A model's output: computed from the parameters, so a non-leaf tensor like any other result."""
+import copy
+
+import torch
+from torch import nn
+
+from graphleaf_edu import safe_deepcopy
+from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR, SAFE_DEEPCOPY_COST
+from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
+
+
+def setup():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    x = torch.randn(2, 4, requires_grad=True)
+    output = model(x)
+    return {"model": model, "x": x, "output": output}
+
+
+def setup_under_no_grad():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    x = torch.randn(2, 4, requires_grad=True)
+    with torch.no_grad():
+        output = model(x)
+    return {"model": model, "x": x, "output": output}
+
+
+def deepcopy_output(output):
+    return copy.deepcopy(output)
+
+
+def detach_clone_output(output):
+    return output.detach().clone()
+
+
+def safe_deepcopy_output(output):
+    return safe_deepcopy(output)
+
+
+SCENARIO = Scenario(
+    key="model_output",
+    title="A model's output",
+    summary="A module's output is computed from its parameters, so it is a non-leaf tensor like any other result.",
+    setup=setup,
+    target="output",
+    culprit="",
+    error=DEEPCOPY_ERROR,
+    fixes=(
+        Fix(NONE, "no fix: copy.deepcopy", deepcopy_output, "it raises"),
+        Fix("detach_clone", "detach().clone()", detach_clone_output,
+            "new memory; the copy is a leaf outside the graph; output keeps its graph"),
+        Fix("no_grad", "compute it under torch.no_grad()", deepcopy_output,
+            "no graph is recorded, so output cannot be backpropagated; the cheapest when no gradient is needed",
+            setup=setup_under_no_grad),
+        Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_output, SAFE_DEEPCOPY_COST),
+    ),
+    source="seed",
+)
