@@ -18,42 +18,37 @@ from itertools import cycle, islice
 import graphviz
 
 from bench.harness import format_table, measure, percentile
-from graphleaf_edu import SCENARIOS, widgets
+from graphleaf_edu import SCENARIOS, views, widgets
+from graphleaf_edu.views import common
 
 INTERACTIONS = 100
 GOAL_P95_S = 0.150
 TYPED_MISTAKES = ("x +", "z * 2", "y = x * 2", "copy.deepcopy(x * 2)")
 
 
-def clear_caches() -> None:
-    widgets._scenario_view.cache_clear()
-    widgets._fix_comparison.cache_clear()
-    widgets._pictures.clear()
-
-
 def scenario_steps(explorer: widgets.ScenarioExplorer) -> list[Callable[[], None]]:
     """Every scenario, then each of its fixes: one control change per step."""
     steps = []
-    for key, scenario in SCENARIOS.items():
-        steps.append(lambda key=key: setattr(explorer.scenario, "value", key))
+    for scenario in SCENARIOS.values():
+        steps.append(lambda scenario=scenario: setattr(explorer.scenario, "value", scenario))
         steps += [lambda fix=fix: setattr(explorer.fix, "value", fix) for fix in scenario.fix_keys()[1:]]
     return steps
 
 
 def playground_steps(playground: widgets.LeafPlayground) -> list[Callable[[], None]]:
-    texts = [*widgets.PLAYGROUND_EXAMPLES, *TYPED_MISTAKES]
+    texts = [*views.PLAYGROUND_EXAMPLES, *TYPED_MISTAKES]
     return [lambda text=text: setattr(playground.expression, "value", text) for text in texts]
 
 
 def fix_comparison_steps(explorer: widgets.FixComparisonExplorer) -> list[Callable[[], None]]:
-    return [lambda key=key: setattr(explorer.model, "value", key) for key in widgets.model_scenarios()]
+    return [lambda scenario=scenario: setattr(explorer.model, "value", scenario) for scenario in views.model_scenarios()]
 
 
 def time_steps(steps: Iterator[Callable[[], None]], count: int, cold: bool) -> list[float]:
     samples = []
     for step in islice(steps, count):
         if cold:
-            clear_caches()
+            views.clear_caches()
         start = time.perf_counter()
         step()
         samples.append(time.perf_counter() - start)
@@ -62,12 +57,12 @@ def time_steps(steps: Iterator[Callable[[], None]], count: int, cold: bool) -> l
 
 @contextmanager
 def png_pictures():
-    saved = widgets.picture
-    widgets.picture = lambda graph: graph.png()
+    saved = common.picture
+    common.picture = lambda graph: graph.png()
     try:
         yield
     finally:
-        widgets.picture = saved
+        common.picture = saved
 
 
 def explorer_rows(count: int) -> list[dict]:

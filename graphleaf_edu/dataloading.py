@@ -25,7 +25,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from graphleaf_edu.errors import cause_line, error_line, error_lines_in
+from graphleaf_edu.tables import html_table, text_table
 
 ROWS, FEATURES = 8, 4
 
@@ -160,21 +160,8 @@ def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
     if not rows:
         return ""
     headers = list(rows[0])
-    body = [[str(row[h]) for h in headers] for row in rows]
-    if html:
-        return _html_table(headers, body)
-    cells = [headers] + body
-    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
-    lines = [" | ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
-    lines.insert(1, "-+-".join("-" * width for width in widths))
-    return "\n".join(lines)
-
-
-def _html_table(headers: list[str], rows: list[list[str]]) -> str:
-    def line(tag: str, cells: list[str]) -> str:
-        return "<tr>" + "".join(f"<{tag} style='text-align:left'>{escape(c)}</{tag}>" for c in cells) + "</tr>"
-
-    return "<table>" + line("th", headers) + "".join(line("td", row) for row in rows) + "</table>"
+    body = [[row[h] for h in headers] for row in rows]
+    return html_table(headers, body) if html else text_table(headers, body)
 
 
 def _check_configuration(start_method: str, num_workers: int, batch_size: int | None, timeout: float) -> None:

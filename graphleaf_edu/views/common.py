@@ -1,0 +1,91 @@
+"""What every view shares: pictures (rendered once, cache bounded), seeded runs, tensor text, tasks."""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from graphleaf_edu.diagnose import TensorInfo
+from graphleaf_edu.graphs import AutogradGraph, GraphvizNotFoundError
+
+__all__ = ["PICTURE_CACHE_SIZE", "Task", "clear_caches", "picture", "tensor_text"]
+
+PICTURE_CACHE_SIZE = 256
+_pictures: OrderedDict[str, bytes] = OrderedDict()
+_caches: list[Callable[[], None]] = [_pictures.clear]
+
+
+def picture(graph: AutogradGraph) -> bytes:
+    """The graph as SVG bytes; rendered once per distinct DOT source (ids are deterministic, so views repeat)."""
+    key = graph.source
+    if key in _pictures:
+        _pictures.move_to_end(key)
+    else:
+        _pictures[key] = graph.svg().encode("utf-8")
+        if len(_pictures) > PICTURE_CACHE_SIZE:
+            _pictures.popitem(last=False)
+    return _pictures[key]
+
+
+def picture_or_hint(graph: AutogradGraph | None) -> tuple[bytes | None, str]:
+    """``(svg, "")``, or ``(None, the install hint and the graph as text)`` without Graphviz."""
+    if graph is None:
+        return None, ""
+    try:
+        return picture(graph), ""
+    except GraphvizNotFoundError as missing:
+        return None, f"{missing}\n\nThe graph as text:\n{graph.outline()}"
+
+
+def cached(clear: Callable[[], None]) -> None:
+    """Register a cache of the views, so that ``clear_caches()`` empties it."""
+    _caches.append(clear)
+
+
+def clear_caches() -> None:
+    """Forget every cached view and picture (the next call runs and renders again)."""
+    for clear in _caches:
+        clear()
+
+
+def keeping_random_state():
+    """The scenarios seed torch: a click in an explorer must not change the notebook's random numbers."""
+    return torch.random.fork_rng(devices=[])
+
+
+def tensor_text(info: TensorInfo) -> str:
+    kind = "leaf" if info.is_leaf else "non-leaf"
+    verdict = "deepcopy copies it" if info.deepcopy_ok else f"deepcopy refuses it: {info.deepcopy_blocker}"
+    return (f"{kind}, grad_fn={info.grad_fn}, requires_grad={info.requires_grad}, "
+            f"shape {list(info.shape)}; {verdict}")
+
+
+def without_build_path(warning: str) -> str:
+    # PyTorch's C++ warnings end with the path of the machine that built torch.
+    return re.sub(r"\s*\(Triggered internally at [^)]*\)", "", warning)
+
+
+@dataclass(frozen=True)
+class Task:
+    """Something to do in an explorer, and how to tell that it is done.
+
+    ``done(view)`` receives the explorer's current view (a ``ScenarioView``, ``PlaygroundView``,
+    ``LoaderView`` or ``FixComparison``) and says whether it shows a solution; ``solved`` is the
+    sign shown then.
+
+        >>> Task("Make the copy work without changing the original model.",
+        ...      lambda view: view.ok and "changes the original" not in view.result_text)
+    """
+
+    prompt: str
+    done: Callable[[Any], bool]
+    solved: str = "Solved!"
+
+    def status(self, view: Any) -> str:
+        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution."""
+        sign = f"\n✔ {self.solved}" if view is not None and self.done(view) else ""
+        return f"task: {self.prompt}{sign}"

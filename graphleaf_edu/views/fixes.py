@@ -1,0 +1,67 @@
+"""Every fix of one scenario, measured into the same columns."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from graphleaf_edu.scenarios import SCENARIOS, Scenario
+from graphleaf_edu.tables import escape, html_table, text_table
+from graphleaf_edu.views.common import cached, keeping_random_state
+
+__all__ = ["FixComparison", "Measure", "fix_comparison_view", "fix_summary", "model_scenarios"]
+
+Measure = Callable[[Scenario, str], Mapping[str, Any]]
+_CACHE_SIZE = 32
+
+
+def fix_summary(scenario: Scenario, fix: str) -> dict[str, Any]:
+    """The fix comparison's default columns: the live outcome, and what the fix declares it costs."""
+    declared = scenario.fix(fix)
+    outcome = scenario.run(fix)
+    return {"how": declared.title, "works": outcome.ok, "original untouched": not declared.mutates_original,
+            "result": outcome.error_line or "ok", "cost": declared.cost}
+
+
+@dataclass(frozen=True)
+class FixComparison:
+    """Every fix of one scenario, each measured into the same columns."""
+
+    scenario: Scenario
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]  # one per fix: the fix key, then a value per column
+
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name) + 1
+        return [row[index] for row in self.rows]
+
+    def table(self) -> str:
+        return text_table(("fix", *self.columns), self.rows)
+
+    def html(self) -> str:
+        return f"<b>{escape(self.scenario.title)}</b>{html_table(('fix', *self.columns), self.rows)}"
+
+
+def fix_comparison_view(scenario: Scenario, measure: Measure = fix_summary) -> FixComparison:
+    """``measure(scenario, fix)`` for every fix of ``scenario`` (cached per measure: runs are seeded)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
+    return _fix_comparison(scenario, measure)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _fix_comparison(scenario: Scenario, measure: Measure) -> FixComparison:
+    with keeping_random_state():
+        measured = {fix: dict(measure(scenario, fix)) for fix in scenario.fix_keys()}
+    columns = tuple(next(iter(measured.values())))
+    rows = tuple((fix, *(values[name] for name in columns)) for fix, values in measured.items())
+    return FixComparison(scenario, columns, rows)
+
+
+cached(_fix_comparison.cache_clear)
+
+
+def model_scenarios() -> list[Scenario]:
+    """The scenarios whose object is a model (what the fix comparison offers)."""
+    return [scenario for scenario in SCENARIOS.values() if scenario.target == "model"]

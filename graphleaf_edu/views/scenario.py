@@ -1,0 +1,166 @@
+"""One fix of one scenario, run: its code, the outcome, and the graph of the tensor being copied."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from graphleaf_edu.diagnose import describe, find_nonleaf, resolve
+from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
+from graphleaf_edu.scenarios import NONE, Outcome, Scenario
+from graphleaf_edu.views.common import (
+    cached,
+    keeping_random_state,
+    picture_or_hint,
+    tensor_text,
+    without_build_path,
+)
+
+__all__ = ["ScenarioView", "scenario_view"]
+
+_CACHE_SIZE = 128
+_MISSING = object()
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioView:
+    """One fix of one scenario, run: its code, the outcome, and the graph of the tensor being copied."""
+
+    scenario: Scenario
+    fix: str
+    code: str
+    ok: bool
+    error_line: str | None
+    result_text: str
+    caption: str
+    graph: AutogradGraph | None
+    picture: bytes | None
+
+    def text(self) -> str:
+        """Deterministic plain text: result, then what the graph shows."""
+        graph_line = repr(self.graph) if self.graph is not None else "no graph to draw"
+        return f"{self.result_text}\n\n{self.caption}\n{graph_line}"
+
+
+def scenario_view(scenario: Scenario, fix: str = NONE) -> ScenarioView:
+    """Run ``fix`` of ``scenario`` (cached: the code is seeded) and describe what happened."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
+    return _scenario_view(scenario, scenario.fix(fix).key)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _scenario_view(scenario: Scenario, fix: str) -> ScenarioView:
+    with keeping_random_state():
+        outcome = scenario.run(fix)
+    graph, caption = _copy_graph(scenario, outcome)
+    svg, hint = picture_or_hint(graph)
+    return ScenarioView(
+        scenario=scenario,
+        fix=fix,
+        code=outcome.code,
+        ok=outcome.ok,
+        error_line=outcome.error_line,
+        result_text=_result_text(scenario, outcome),
+        caption=caption + (f"\n{hint}" if hint else ""),
+        graph=graph,
+        picture=svg,
+    )
+
+
+cached(_scenario_view.cache_clear)
+
+
+def _result_text(scenario: Scenario, outcome: Outcome) -> str:
+    fix = scenario.fix(outcome.fix)
+    if outcome.ok:
+        lines = [f"✓ the copy worked: copied is {type(outcome.copied).__name__}", _copy_summary(outcome.copied)]
+    else:
+        lines = [f"✗ {type(outcome.error).__name__}: {outcome.error}"]
+    lines.append(f"fix: {fix.title} ({fix.cost})")
+    if fix.mutates_original:
+        lines.append(f"careful: this fix changes the original {scenario.target}")
+    lines += [f"warning recorded: {without_build_path(w)}" for w in outcome.warnings]
+    return "\n".join(lines)
+
+
+def _copy_summary(copied: Any) -> str:
+    if isinstance(copied, torch.Tensor):
+        return "copied: " + tensor_text(describe(copied))
+    found = find_nonleaf(copied)
+    if not found:
+        return "find_nonleaf(copied): no non-leaf tensor inside, so the copy deep-copies again"
+    return "find_nonleaf(copied): still non-leaf at " + ", ".join(f"copied{f.path}" for f in found)
+
+
+def _copy_graph(scenario: Scenario, outcome: Outcome) -> tuple[AutogradGraph | None, str]:
+    """The tensor at ``culprit`` in the original (and its counterpart in the copy), drawn and described."""
+    compared = [(scenario.target + scenario.culprit, _at(outcome.original, scenario.culprit))]
+    if outcome.ok:
+        compared += _counterpart(outcome.copied, outcome.original, scenario.culprit)
+    met = {id(f.tensor) for root in (outcome.original, outcome.copied) for f in find_nonleaf(root)}
+    tensors = {name: value for name, value in compared if isinstance(value, torch.Tensor)}
+    lines = [f"{name}: {_value_text(value, met)}" for name, value in compared]
+    if not tensors:
+        return None, "\n".join(lines)
+    roots = list(tensors.values())
+    highlighted = [t for t in roots if t.is_leaf or id(t) in met]
+    names = names_in_graph({**tensors, **named_tensors(outcome.namespace)}, roots)
+    caption = (f"the graph shows {' and '.join(tensors)}; highlighted: the tensors copy.deepcopy reaches, "
+               "marked with what it does to them")
+    return draw(roots, names=names, highlight=highlighted or None), "\n".join([caption, *lines])
+
+
+def _at(root: Any, path: str) -> Any:
+    """``resolve(root, path)``, or ``_MISSING`` when nothing is stored there (any more)."""
+    try:
+        return resolve(root, path)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return _MISSING
+
+
+def _counterpart(copied: Any, original: Any, path: str) -> list[tuple[str, Any]]:
+    """Where the copy keeps what ``path`` names in the original (through a ``.module`` wrapper, e.g. AveragedModel)."""
+    if type(copied) is type(original):
+        return [("copied" + path, _at(copied, path))]
+    if type(getattr(copied, "module", None)) is type(original):
+        return [("copied.module" + path, _at(copied.module, path))]
+    if isinstance(copied, torch.Tensor):
+        return [("copied", copied)]
+    return []
+
+
+def _value_text(value: Any, met: set[int]) -> str:
+    if value is _MISSING:
+        return "nothing stored there"
+    if value is None:
+        return "None: nothing to copy there"
+    if not isinstance(value, torch.Tensor):
+        return f"a {type(value).__name__}"
+    if value.is_leaf or id(value) in met:
+        return tensor_text(describe(value))
+    return (f"non-leaf, grad_fn={type(value.grad_fn).__name__}, but copy.deepcopy never reaches it "
+            "(made on each access, or skipped by the class's own copying)")
+
+
+def named_tensors(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """Named tensors of a namespace: its tensor variables and its modules' parameters and buffers."""
+    found: dict[str, torch.Tensor] = {}
+    for name, value in namespace.items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, torch.Tensor):
+            found[name] = value
+        elif isinstance(value, nn.Module):
+            found.update({f"{name}.{p}": t for p, t in value.named_parameters()})
+            found.update({f"{name}.{b}": t for b, t in value.named_buffers()})
+    return found
+
+
+def names_in_graph(candidates: dict[str, torch.Tensor], roots: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The candidates that are roots or leaves the roots were computed from (draw() shows every name)."""
+    wanted = {id(t) for t in roots} | {id(leaf) for leaf in leaves_behind(roots)}
+    return {name: t for name, t in candidates.items() if id(t) in wanted}
