@@ -1,0 +1,178 @@
+"""Exercise 3: find the tensors that break ``copy.deepcopy`` of a model, by hand and with ``find_nonleaf``."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from graphleaf_edu.diagnose import resolve
+from graphleaf_edu.errors import error_line
+from graphleaf_edu.exercises.feedback import (
+    Wrong,
+    call,
+    exercise,
+    grad_fn_name,
+    require_function,
+)
+
+FIND_LESSON = "07_fix_toolbox"
+FEATURES, WIDTH = 4, 8
+
+
+class Encoder(nn.Module):
+    """Linear, ReLU, LayerNorm; counts its calls in a buffer, and may keep its last output."""
+
+    def __init__(self, keep_output: bool = False):
+        super().__init__()
+        self.embed = nn.Linear(FEATURES, WIDTH)
+        self.norm = nn.LayerNorm(WIDTH)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.keep_output = keep_output
+        self.last_output = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        output = self.norm(torch.relu(self.embed(x)))
+        if self.keep_output:
+            self.last_output = output
+        return output
+
+
+class Tagger(nn.Module):
+    """A shared encoder with two heads; it logs a little about every batch it tags."""
+
+    def __init__(self, confident_heads=("ner",), keep_hidden: bool = False, keep_history: bool = False):
+        super().__init__()
+        self.encoder = Encoder(keep_output=keep_hidden)
+        self.heads = nn.ModuleDict({"pos": nn.Linear(WIDTH, 3), "ner": nn.Linear(WIDTH, 5)})
+        self.labels = {"pos": ["noun", "verb", "other"], "ner": ["person", "place", "thing", "time", "none"]}
+        self.confident_heads = tuple(confident_heads)
+        self.log = {"batches": 0, "confidence": {}}
+        self.history = [] if keep_history else None
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        hidden = self.encoder(x)
+        scores = {name: head(hidden) for name, head in self.heads.items()}
+        self.log["batches"] += 1
+        for name in self.confident_heads:
+            self.log["confidence"][name] = scores[name].softmax(-1).amax(-1).mean()
+        if self.history is not None:
+            self.history.append(hidden.mean(0))
+        return scores
+
+
+# (Tagger options, batches tagged, the paths of the tensors that break deepcopy)
+TAGGER_VARIANTS = (
+    ({}, 1, (".log['confidence']['ner']",)),
+    ({"confident_heads": ("pos", "ner"), "keep_hidden": True}, 1,
+     (".encoder.last_output", ".log['confidence']['pos']", ".log['confidence']['ner']")),
+    ({"confident_heads": (), "keep_history": True}, 2, (".history[0]", ".history[1]")),
+    ({"confident_heads": ()}, 1, ()),
+)
+
+
+def culprit_model(variant: int = 0) -> Tagger:
+    """A ``Tagger`` (options of ``TAGGER_VARIANTS[variant]``) that has tagged its batches."""
+    if variant not in range(len(TAGGER_VARIANTS)):
+        raise ValueError(f"variant is an index into TAGGER_VARIANTS, 0 to {len(TAGGER_VARIANTS) - 1}; got {variant!r}")
+    options, batches, _ = TAGGER_VARIANTS[variant]
+    generator = torch.Generator().manual_seed(variant)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(variant)
+        model = Tagger(**options)
+    for _ in range(batches):
+        model(torch.randn(6, FEATURES, generator=generator))
+    return model
+
+
+def _normalise_path(path: str) -> str:
+    path = path.strip()
+    for prefix in ("root", "model"):
+        if path.startswith(prefix) and path[len(prefix):len(prefix) + 1] in (".", "["):
+            return path[len(prefix):]
+    return path
+
+
+def _resolve(model: nn.Module, path: str) -> Any:
+    try:
+        return resolve(model, path)
+    except Exception as error:  # noqa: BLE001 (any mistake in the typed path becomes feedback)
+        raise Wrong(f"root{path} does not evaluate: {error_line(error)}",
+                     "Write the path as find_nonleaf does, from the model: e.g. \".encoder.embed.weight\" "
+                     "or \".labels['pos'][0]\".") from None
+
+
+def _why_not_culprit(path: str, value: Any) -> str:
+    where = f"root{path}"
+    if isinstance(value, nn.Parameter):
+        return (f"{where} is a parameter. Parameters are leaves (made directly, not computed), and "
+                "deepcopy copies them. Look for a tensor that forward() computed and kept.")
+    if isinstance(value, torch.Tensor) and value.is_leaf:
+        return (f"{where} is a leaf tensor (grad_fn=None), so deepcopy copies it; updating a tensor "
+                "in place with values that need no gradient keeps it a leaf.")
+    if isinstance(value, (dict, list, tuple)):
+        return f"{where} is a {type(value).__name__}: the culprit may be inside it. Go one level deeper."
+    if isinstance(value, nn.Module):
+        return (f"{where} is a module: its parameters copy fine. What else does it store? "
+                f"Try vars({where.replace('root', 'model', 1)}).")
+    return f"{where} is a {type(value).__name__}, not a tensor."
+
+
+@exercise("Exercise 3 · find it by hand")
+def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
+    """``culprit_path()`` returns the path in ``culprit_model()`` of the tensor deepcopy rejects."""
+    name = require_function(culprit_path)
+    path = call(culprit_path, f"{name}()")
+    if not isinstance(path, str):
+        raise Wrong(f"{name}() should return the path as a string, like \".encoder.embed.weight\"; "
+                     f"it returned a {type(path).__name__}.")
+    model = culprit_model()
+    path = _normalise_path(path)
+    value = _resolve(model, path)
+    if not isinstance(value, torch.Tensor) or value.is_leaf:
+        raise Wrong("that is not the tensor deepcopy rejects.", _why_not_culprit(path, value))
+    return (f"root{path} has grad_fn={grad_fn_name(value)}: forward() computed it and the model kept it, "
+            "graph and all.")
+
+
+@exercise("Exercise 3 · find them all with find_nonleaf")
+def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
+    """``find_culprits(model)`` returns the paths of every tensor that breaks deepcopy of ``model``."""
+    name = require_function(find_culprits)
+    answers = []
+    for variant, (options, _, expected) in enumerate(TAGGER_VARIANTS):
+        model = culprit_model(variant)
+        paths = _paths_from(call(find_culprits, f"{name}(model)", model), name)
+        answers.append(paths)
+        described = f"Tagger({', '.join(f'{k}={v!r}' for k, v in options.items())})"
+        extra = sorted(paths - set(expected))
+        if extra:
+            raise Wrong(f"for {described} you listed root{extra[0]}, which deepcopy copies fine.",
+                         _why_not_culprit(extra[0], _resolve(model, extra[0])))
+        if paths != set(expected):
+            missed = len(set(expected) - paths)
+            raise Wrong(f"for {described} your function misses {missed} of the {len(expected)} tensors "
+                         "that break deepcopy.", _finder_hint(answers))
+    return (f"your function found every culprit in {len(TAGGER_VARIANTS)} models "
+            f"({len(TAGGER_VARIANTS) - 1} of them new to you), and nothing else.")
+
+
+def _paths_from(result: Any, name: str) -> set[str]:
+    if not isinstance(result, (list, tuple, set)):
+        raise Wrong(f"{name}(model) should return a list of paths (strings); it returned a "
+                     f"{type(result).__name__}. find_nonleaf returns a list of Finding objects: each has a .path.")
+    if any(not isinstance(item, str) for item in result):
+        raise Wrong(f"{name}(model) should return paths as strings; it returned "
+                     f"{type(next(item for item in result if not isinstance(item, str))).__name__} items.",
+                     "Each Finding that find_nonleaf returns has its path in .path.")
+    return {_normalise_path(path) for path in result}
+
+
+def _finder_hint(answers: list[set[str]]) -> str:
+    if len(answers) > 1 and all(paths == answers[0] for paths in answers):
+        return ("It returns the same paths for every model: look at the model it is given, "
+                "not at the one in the notebook.")
+    return ("find_nonleaf(model) walks everything deepcopy walks: attributes, dicts, lists, submodules "
+            f"({FIND_LESSON}).")
