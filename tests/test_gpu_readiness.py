@@ -121,19 +121,36 @@ def test_notebook_10_runs_every_gpu_lesson_in_a_checked_cell_that_stores_its_exp
 def test_gpu_lesson_prints_what_it_observed_and_raises_when_a_fact_changed(monkeypatch, capsys):
     def observe(device):
         warnings.warn("something new", UserWarning, stacklevel=1)
-        return {"step": f"ran on {device}"}
+        return [f"ran on {device}"]
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setitem(gpu.GPU_LESSONS, "probe", gpu.GpuLesson("probe", observe, {"step": "ran on cuda"}))
+    steps = (gpu.GpuStep("step", "ran on cuda"),)
+    monkeypatch.setitem(gpu.GPU_LESSONS, "probe", gpu.GpuLesson("probe", observe, steps))
     with pytest.raises(gpu.GpuFactChanged, match="warnings raised") as raised:
         gpu.gpu_lesson("probe")
     assert "expected: (no such step)\n    observed: UserWarning: something new" in str(raised.value)
     printed = capsys.readouterr().out
     assert printed.startswith("ran on a CUDA GPU: 1 step(s) differ") and "-> ran on cuda" in printed
 
-    monkeypatch.setitem(gpu.GPU_LESSONS, "probe", gpu.GpuLesson("probe", lambda d: {"step": d}, {"step": "cuda"}))
+    monkeypatch.setitem(gpu.GPU_LESSONS, "probe", gpu.GpuLesson("probe", lambda d: [d], (gpu.GpuStep("step", "cuda"),)))
     gpu.gpu_lesson("probe")
     assert capsys.readouterr().out == f"{gpu.AS_EXPECTED}\n  step\n      -> cuda\n"
+
+
+def test_an_outcome_without_a_step_or_a_step_without_an_outcome_is_a_difference():
+    lesson = gpu.GpuLesson("probe", lambda device: ["a", "b"], (gpu.GpuStep("first", "a"),))
+    observed = lesson.run("cpu")
+    assert observed == {"first": "a", "(step 2 has no label)": "b"}
+    assert lesson.differences(observed) == ["(step 2 has no label)\n    expected: (no such step)\n    observed: b"]
+    short = gpu.GpuLesson("probe", lambda device: [], (gpu.GpuStep("first", "a"),))
+    assert short.differences(short.run("cpu")) == ["first\n    expected: a\n    observed: (no such step)"]
+
+
+def test_each_step_label_is_written_once():
+    source = Path(gpu.__file__).read_text()
+    for lesson in gpu.GPU_LESSONS.values():
+        for step in lesson.steps:
+            assert source.count(f'"{step.label}"') == 1, step.label  # as a string literal
 
 
 def test_gpu_lesson_names_the_lessons_when_given_an_unknown_one():
@@ -149,8 +166,9 @@ def test_each_lesson_on_the_cpu_prints_its_gpu_expectation_except_its_gpu_only_s
     lesson = gpu.GPU_LESSONS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pin_memory=True without an accelerator warns
-        observed = lesson.observe("cpu")
-    assert list(observed) == list(lesson.expected)
+        outcomes = lesson.observe("cpu")
+    assert len(outcomes) == len(lesson.steps), "one outcome per step"
+    observed = dict(zip(lesson.expected, outcomes))
     for step, expected in lesson.expected.items():
         if step not in GPU_ONLY_STEPS.get(name, set()):
             assert observed[step] == expected.replace("cuda", "cpu"), step
