@@ -1,7 +1,17 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures and settings shared by several test modules."""
+import tempfile
 import warnings
+from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+# Hypothesis writes nothing into the working tree: no example database, and the caches it keeps
+# (e.g. constants/) go to the system's temporary folder instead of ./.hypothesis/.
+settings.register_profile("graphleaf", database=None)
+settings.load_profile("graphleaf")
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "graphleaf-hypothesis")
 
 
 @pytest.fixture

@@ -676,3 +676,11 @@ def test_grad_fn_walk_follows_a_long_chain_without_recursion():
     for _ in range(5000):
         y = y * 1.0
     assert len(leaves_behind([y])) == 1
+
+
+def test_hypothesis_writes_nothing_into_the_working_tree():
+    from hypothesis.configuration import storage_directory
+
+    assert settings.default.database is None
+    home = storage_directory(intent_to_write=False).home_directory.resolve()
+    assert Path(__file__).resolve().parent.parent not in [home, *home.parents]
