@@ -73,6 +73,7 @@ _LAZY: dict[str, str] = {
 # The pip extra a module needs beyond torch (pyproject.toml); modules not named need torch only.
 _EXTRA: dict[str, str] = {
     "graphleaf_edu.graphs": "graphs",
+    "graphleaf_edu.views": "graphs",
     "graphleaf_edu.widgets": "lab",
     "graphleaf_edu.exercises": "lab",
     "graphleaf_edu.kernels": "lab",
