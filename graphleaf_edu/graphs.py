@@ -9,160 +9,43 @@ A highlighted tensor is marked with ``diagnose.deepcopy_blocker``'s verdict.
 """
 from __future__ import annotations
 
-import base64
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-import graphviz
 import torch
-from torchviz.dot import SAVED_PREFIX, resize_graph
+from torchviz.dot import SAVED_PREFIX
 
 from graphleaf_edu.diagnose import deepcopy_blocker
+from graphleaf_edu.graph_picture import (
+    BR,
+    CANNOT_COPY,
+    COPY_OK,
+    LEFT_BR,
+    AutogradGraph,
+    Edge,
+    GraphCounts,
+    GraphvizNotFoundError,
+    Node,
+    digraph,
+    escape,
+    outline_of,
+)
 
 __all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundError", "draw", "grad_fn_walk",
            "leaves_behind"]
 
-# Okabe-Ito colours (plus a neutral grey), checked under simulated colour blindness in the tests.
-_KIND_STYLE = {
-    "leaf": {"shape": "box", "fillcolor": "#56B4E9"},  # sky blue
-    "grad_fn": {"shape": "ellipse", "fillcolor": "#D9D9D9"},  # grey, as torchviz's backward nodes
-    "non_leaf": {"shape": "hexagon", "fillcolor": "#E69F00"},  # orange
-    "saved": {"shape": "note", "fillcolor": "#F0E442"},  # yellow
-    "collapsed": {"shape": "box", "style": "dashed,filled", "fillcolor": "white"},
-    # a legend entry for a highlight mark: the border is what counts, on any kind of node
-    "mark": {"shape": "box", "style": "rounded,filled", "fillcolor": "#FFFFFF"},
-}
-_CANNOT_COPY = "cannot deepcopy"
-_COPY_OK = "copy OK"
-_MARK_STYLE = {
-    _CANNOT_COPY: {"color": "#D55E00", "penwidth": "2.5", "peripheries": "2"},  # vermillion
-    _COPY_OK: {"color": "#009E73", "penwidth": "2.5"},  # bluish green
-}
-# (shown when the picture has this kind or mark, or "always"), kind, mark, label
-_LEGEND = (
-    ("always", "leaf", None, "leaf tensor\\ngrad_fn is None"),
-    ("always", "grad_fn", None, "grad_fn node\\nbackward op, incl. AccumulateGrad"),
-    ("always", "non_leaf", None, "non-leaf tensor\\nmade by the grad_fn pointing at it"),
-    ("saved", "saved", None, "saved tensor\\nkept for backward()"),
-    (_CANNOT_COPY, "mark", _CANNOT_COPY, "highlighted:\\ncannot deepcopy"),
-    (_COPY_OK, "mark", _COPY_OK, "highlighted:\\ncopy OK"),
-)
-_NODE_ATTR = {"style": "filled", "shape": "box", "align": "left", "fontsize": "10",
-              "height": "0.2", "fontname": "monospace"}
-_SAVED_EDGE = {"dir": "none", "style": "dashed"}
 
 # A straight run of more grad_fn nodes than this is drawn as its two ends and a note.
 _LONGEST_CHAIN = 30
 _CHAIN_END = 5
 _MAX_ATTR_CHARS = 50
-_FALLBACK_LINES = 80
 _FREED = object()
-_BR = "\\n"  # a line break inside a DOT label
-_LEFT_BR = "\\l"  # the same, ending a left-aligned line
-
-_INSTALL_HINT = """\
-Graphviz's `dot` program was not found, so the graph cannot be drawn as a picture.
-Install it, then run the cell again:
-    sudo apt-get install graphviz          # Debian / Ubuntu
-    brew install graphviz                  # macOS
-    conda install -c conda-forge graphviz  # conda
-(`pip install graphviz` installs only the Python bindings, not `dot`.)"""
 
 
 class GraphFreedError(RuntimeError):
     """The saved tensors to show were already freed by ``backward()``."""
-
-
-class GraphvizNotFoundError(RuntimeError):
-    """Graphviz's ``dot`` program is not on PATH."""
-
-
-@dataclass(frozen=True)
-class GraphCounts:
-    """How many nodes of each kind the graph has (collapsed ones included)."""
-
-    leaves: int
-    grad_fns: int
-    non_leaves: int
-    saved: int = 0
-    collapsed: int = 0
-
-    @property
-    def nodes(self) -> int:
-        return self.leaves + self.grad_fns + self.non_leaves + self.saved
-
-    def summary(self) -> str:
-        parts = [_plural(self.leaves, "leaf", "leaves"), f"{self.grad_fns} grad_fn"]
-        if self.non_leaves:
-            parts.append(f"{self.non_leaves} non-leaf")
-        if self.saved:
-            parts.append(f"{self.saved} saved")
-        text = f"{_plural(self.nodes, 'node', 'nodes')}: {', '.join(parts)}"
-        if self.collapsed:
-            text += f"; {self.collapsed} grad_fn collapsed in the picture"
-        return f"AutogradGraph({text})"
-
-
-class AutogradGraph:
-    """A drawn autograd graph: DOT ``source``, ``counts``, and SVG/PNG rendered once on demand."""
-
-    def __init__(self, digraph: graphviz.Digraph, counts: GraphCounts, outline: str):
-        self._digraph = digraph
-        self.counts = counts
-        self._outline = outline
-        self._rendered: dict[str, bytes] = {}
-
-    @property
-    def source(self) -> str:
-        return self._digraph.source
-
-    def outline(self) -> str:
-        """The picture as text: one line per node with its kind and the nodes pointing at it."""
-        return self._outline
-
-    def svg(self) -> str:
-        return self._render("svg").decode("utf-8")
-
-    def png(self) -> bytes:
-        return self._render("png")
-
-    def save(self, path: str | Path) -> Path:
-        """Write the picture to a ``.svg`` or ``.png`` file and return its path."""
-        path = Path(path)
-        fmt = path.suffix.lower().lstrip(".")
-        if fmt not in ("svg", "png"):
-            raise ValueError(f"save() writes .svg or .png files; got {path.name!r}.")
-        path.write_bytes(self._render(fmt))
-        return path
-
-    def _render(self, fmt: str) -> bytes:
-        if fmt not in self._rendered:
-            try:
-                self._rendered[fmt] = self._digraph.pipe(format=fmt, quiet=True)
-            except graphviz.ExecutableNotFound as err:
-                raise GraphvizNotFoundError(_INSTALL_HINT) from err
-        return self._rendered[fmt]
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        try:
-            bundle = {"image/svg+xml": self.svg(),
-                      "image/png": base64.b64encode(self.png()).decode("ascii")}
-        except (GraphvizNotFoundError, graphviz.CalledProcessError) as err:
-            reason = _INSTALL_HINT if isinstance(err, GraphvizNotFoundError) else str(err)
-            return {"text/plain": self._fallback_text(reason)}
-        bundle["text/plain"] = repr(self)
-        return bundle
-
-    def _fallback_text(self, reason: str) -> str:
-        return "\n\n".join([repr(self), reason, "The graph as text:\n" + _clip(self._outline),
-                            "DOT source (AutogradGraph.source):\n" + _clip(self.source)])
-
-    def __repr__(self) -> str:
-        return self.counts.summary()
 
 
 def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False) -> AutogradGraph:
@@ -194,33 +77,15 @@ def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False
 
     nodes, edges, collapsed = _collapse_chains(builder.nodes, builder.edges)
     counts = replace(builder.counts(), collapsed=collapsed)
-    return AutogradGraph(_digraph(nodes, edges), counts, _outline(nodes, edges))
-
-
-@dataclass
-class _Node:
-    kind: str
-    label: str
-    mark: str | None = None
-    why: str = ""
-
-    def text(self) -> str:
-        return _BR.join(line for line in (self.label, self.mark, self.why) if line)
-
-
-@dataclass(frozen=True)
-class _Edge:
-    tail: str
-    head: str
-    saved: bool = False
+    return AutogradGraph(digraph(nodes, edges), counts, outline_of(nodes, edges))
 
 
 class _Builder:
     """Walks grad_fn graphs into numbered nodes and edges."""
 
     def __init__(self, labels: dict[int, tuple[torch.Tensor, list[str]]], show_attrs: bool):
-        self.nodes: dict[str, _Node] = {}
-        self.edges: list[_Edge] = []
+        self.nodes: dict[str, Node] = {}
+        self.edges: list[Edge] = []
         self._labels = labels
         self._show_attrs = show_attrs
         self._ids: dict[int, str] = {}
@@ -230,20 +95,20 @@ class _Builder:
     def add_tensor(self, tensor: torch.Tensor, default_name: str) -> None:
         node_id, is_new = self._tensor_node(tensor, default_name)
         if is_new and tensor.grad_fn is not None:
-            self.edges.append(_Edge(self._walk(tensor.grad_fn), node_id))
+            self.edges.append(Edge(self._walk(tensor.grad_fn), node_id))
 
     def add_saved_tensors(self) -> None:
         for fn in list(self._walked.values()):
             for name, tensor in _saved_tensors(fn):
                 node_id, _ = self._tensor_node(tensor, name, kind="saved")
-                self.edges.append(_Edge(self._ids[id(fn)], node_id, saved=True))
+                self.edges.append(Edge(self._ids[id(fn)], node_id, saved=True))
 
     def mark(self, tensor: torch.Tensor) -> None:
         node = self.nodes[self._ids[id(tensor)]]
         blocker = deepcopy_blocker(tensor)
-        node.mark = _COPY_OK if blocker is None else _CANNOT_COPY
+        node.mark = COPY_OK if blocker is None else CANNOT_COPY
         # A non-leaf shows why in its shape; anything else that cannot be copied says why.
-        node.why = _escape(blocker) if blocker and tensor.grad_fn is None else ""
+        node.why = escape(blocker) if blocker and tensor.grad_fn is None else ""
 
     def counts(self) -> GraphCounts:
         kinds = [node.kind for node in self.nodes.values()]
@@ -263,13 +128,13 @@ class _Builder:
         given = self._labels.get(id(tensor))
         name = ", ".join(given[1]) if given else default_name
         kind = kind or ("leaf" if tensor.grad_fn is None else "non_leaf")
-        self.nodes[node_id] = _Node(kind, _tensor_label(name, tensor))
+        self.nodes[node_id] = Node(kind, _tensor_label(name, tensor))
         return node_id, True
 
     def _fn_node(self, fn) -> str:
         if id(fn) not in self._ids:
             label = _attrs_label(fn) if self._show_attrs else type(fn).__name__
-            self.nodes[self._new_id(fn)] = _Node("grad_fn", label)
+            self.nodes[self._new_id(fn)] = Node("grad_fn", label)
         return self._ids[id(fn)]
 
     def _walk(self, start) -> str:
@@ -278,9 +143,9 @@ class _Builder:
             leaf = _leaf_of(fn)
             if leaf is not None:  # AccumulateGrad: its leaf flows in
                 leaf_id, _ = self._tensor_node(leaf, "")
-                self.edges.append(_Edge(leaf_id, fn_id))
+                self.edges.append(Edge(leaf_id, fn_id))
             for u in inputs:
-                self.edges.append(_Edge(self._fn_node(u), fn_id))
+                self.edges.append(Edge(self._fn_node(u), fn_id))
         return self._ids[id(start)]
 
 
@@ -350,11 +215,7 @@ def _tensor_label(name: str, tensor: torch.Tensor) -> str:
     shape = "(" + ", ".join(str(size) for size in tensor.shape) + ")"
     dtype = str(tensor.dtype).removeprefix("torch.")
     details = f"{shape} {dtype}"
-    return f"{_escape(name)}{_BR}{details}" if name else details
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\")
+    return f"{escape(name)}{BR}{details}" if name else details
 
 
 def _read_saved(fn, attr: str):
@@ -396,9 +257,9 @@ def _attrs_label(fn) -> str:
     if not rows:
         return title
     width = max(len(name) for name, _ in rows)
-    lines = [f"{name:<{width}}: {_escape(text)}" for name, text in rows]
+    lines = [f"{name:<{width}}: {escape(text)}" for name, text in rows]
     rule = "-" * max(len(title), *(len(line) for line in lines))
-    return _BR.join([title, rule, ""]) + "".join(line + _LEFT_BR for line in lines)
+    return BR.join([title, rule, ""]) + "".join(line + LEFT_BR for line in lines)
 
 
 def _attr_text(value) -> str:
@@ -412,7 +273,7 @@ def _attr_text(value) -> str:
     return text if len(text) <= _MAX_ATTR_CHARS else text[:_MAX_ATTR_CHARS - 3] + "..."
 
 
-def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
+def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]):
     """Replace the middle of each straight run of over ``_LONGEST_CHAIN`` grad_fns by a note."""
     into, out_of = defaultdict(list), defaultdict(list)
     for edge in edges:
@@ -425,7 +286,7 @@ def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
                 and len(into[node_id]) == 1 and len(out_of[node_id]) == 1)
 
     note_for: dict[str, str] = {}
-    notes: dict[str, _Node] = {}
+    notes: dict[str, Node] = {}
     for node_id in nodes:
         if not in_line(node_id) or in_line(into[node_id][0]):
             continue
@@ -435,14 +296,14 @@ def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
         if len(run) > _LONGEST_CHAIN:
             middle = run[_CHAIN_END:-_CHAIN_END]
             note_id = f"chain{len(notes) + 1}"
-            notes[note_id] = _Node(
+            notes[note_id] = Node(
                 "collapsed", f"... {len(middle)} more grad_fn nodes in a straight line ..."
-                f"{_BR}(collapsed to keep the picture readable)")
+                f"{BR}(collapsed to keep the picture readable)")
             note_for.update(dict.fromkeys(middle, note_id))
     if not notes:
         return nodes, edges, 0
 
-    kept_nodes: dict[str, _Node] = {}
+    kept_nodes: dict[str, Node] = {}
     for node_id, node in nodes.items():
         if node_id not in note_for:
             kept_nodes[node_id] = node
@@ -452,69 +313,7 @@ def _collapse_chains(nodes: dict[str, _Node], edges: list[_Edge]):
     for edge in edges:
         tail, head = note_for.get(edge.tail, edge.tail), note_for.get(edge.head, edge.head)
         if tail != head:
-            kept_edges.append(_Edge(tail, head, edge.saved))
+            kept_edges.append(Edge(tail, head, edge.saved))
     return kept_nodes, kept_edges, len(note_for)
 
 
-def _digraph(nodes: dict[str, _Node], edges: list[_Edge]) -> graphviz.Digraph:
-    dot = graphviz.Digraph(node_attr=_NODE_ATTR)
-    for node_id, node in nodes.items():
-        dot.node(node_id, node.text(), **_style(node.kind, node.mark))
-    for edge in edges:
-        dot.edge(edge.tail, edge.head, **(_SAVED_EDGE if edge.saved else {}))
-    _add_legend(dot, _legend_entries(nodes.values()))
-    resize_graph(dot)
-    return dot
-
-
-def _style(kind: str, mark: str | None) -> dict[str, str]:
-    style = dict(_KIND_STYLE[kind])
-    if mark:
-        style.update(_MARK_STYLE[mark])
-    return style
-
-
-def _legend_entries(nodes) -> list[tuple[str, str | None, str]]:
-    present = {"always"} | {node.kind for node in nodes} | {node.mark for node in nodes}
-    return [(kind, mark, label) for shown_when, kind, mark, label in _LEGEND
-            if shown_when in present]
-
-
-def _add_legend(dot: graphviz.Digraph, entries: list[tuple[str, str | None, str]]) -> None:
-    with dot.subgraph(name="cluster_legend") as legend:
-        legend.attr(label="legend", style="dashed", fontname="monospace", fontsize="10")
-        for index, (kind, mark, label) in enumerate(entries):
-            legend.node(f"legend{index + 1}", label, **_style(kind, mark))
-        for index in range(1, len(entries)):
-            legend.edge(f"legend{index}", f"legend{index + 1}", style="invis")
-
-
-def _outline(nodes: dict[str, _Node], edges: list[_Edge]) -> str:
-    inputs = defaultdict(list)
-    for edge in edges:
-        inputs[edge.head].append(edge.tail + (" (saved)" if edge.saved else ""))
-    width = max(len(node_id) for node_id in nodes)
-    lines = []
-    for node_id, node in nodes.items():
-        line = f"{node_id:>{width}}  {node.kind:<9}  {_plain(node.text())}"
-        if inputs[node_id]:
-            line += "  <- " + ", ".join(inputs[node_id])
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _plain(label: str) -> str:
-    """A DOT label on one line: its line breaks become two spaces, escaped characters plain."""
-    return re.sub(r"\\(.)", lambda esc: "  " if esc[1] in "nl" else esc[1], label).strip()
-
-
-def _clip(text: str) -> str:
-    lines = text.splitlines()
-    if len(lines) <= _FALLBACK_LINES:
-        return text
-    hidden = len(lines) - _FALLBACK_LINES
-    return "\n".join(lines[:_FALLBACK_LINES] + [f"... {hidden} more lines"])
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"

@@ -11,8 +11,8 @@ from graphleaf_edu.exercises.feedback import (
     NotYet,
     Wrong,
     call,
-    check_prediction_keys,
     exercise,
+    predictions_of,
     require_function,
 )
 from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
@@ -58,9 +58,7 @@ def copy_copy_facts() -> dict[str, bool]:
 @exercise("Exercise 2 · what copy.copy returns")
 def check_copy_predictions(predict: Callable[[], dict]) -> str:
     """``predict()`` returns ``{question: True or False}`` for ``COPY_QUESTION_NAMES``."""
-    name = require_function(predict)
-    predictions = call(predict, f"{name}()")
-    check_prediction_keys(predictions, COPY_QUESTION_NAMES, f"{name}()")
+    predictions = predictions_of(predict, COPY_QUESTION_NAMES)
     facts = copy_copy_facts()
     hints = []
     for key in COPY_QUESTION_NAMES:

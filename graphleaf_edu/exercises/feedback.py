@@ -114,10 +114,14 @@ def grad_fn_name(t: torch.Tensor) -> str | None:
     return None if t.grad_fn is None else type(t.grad_fn).__name__
 
 
-def check_prediction_keys(predictions: Any, keys: tuple[str, ...], what: str) -> None:
+def predictions_of(predict: Any, keys: tuple[str, ...]) -> dict:
+    """The dict the student's ``predict()`` returns, with a prediction for each of ``keys``."""
+    what = f"{require_function(predict)}()"
+    predictions = call(predict, what)
     if not isinstance(predictions, dict):
         raise Wrong(f"{what} should return a dict, keyed by {', '.join(map(repr, keys))}; "
-                     f"it returned a {type(predictions).__name__}.")
+                    f"it returned a {type(predictions).__name__}.")
     missing = [key for key in keys if key not in predictions]
     if missing:
         raise Wrong(f"{what} has no prediction for {', '.join(map(repr, missing))}.")
+    return predictions

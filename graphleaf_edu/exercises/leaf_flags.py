@@ -12,11 +12,9 @@ from torch import nn
 
 from graphleaf_edu.exercises.feedback import (
     Wrong,
-    call,
-    check_prediction_keys,
     exercise,
     grad_fn_name,
-    require_function,
+    predictions_of,
 )
 
 LEAVES_LESSON = "01_leaves_and_grad_fn"
@@ -109,9 +107,7 @@ def leaf_flags(t: torch.Tensor) -> tuple[bool, bool, str | None]:
 @exercise("Exercise 1 · leaf flags")
 def check_leaf_flags(predict: Callable[[], dict]) -> str:
     """``predict()`` returns ``{name: (is_leaf, requires_grad, grad_fn or None)}`` for c ... n."""
-    name = require_function(predict)
-    predictions = call(predict, f"{name}()")
-    check_prediction_keys(predictions, LEAF_QUIZ_NAMES, f"{name}()")
+    predictions = predictions_of(predict, LEAF_QUIZ_NAMES)
     tensors = leaf_quiz_tensors()
     hints, wrong = [], set()
     for key in LEAF_QUIZ_NAMES:
