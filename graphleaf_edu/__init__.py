@@ -20,6 +20,16 @@ pays for none of it; a name whose extra is missing says which one to install:
     gpu_lesson          run one of GPU_LESSONS on CUDA and check it, or say what it expects there
 
 The API reference is docs/api.md (tools/api_docs.py writes it from the docstrings).
+
+Package map (data flows down; only notebooks import ``widgets``; README's contributor section has it too):
+    errors              PyTorch's messages, error_line (the bottom layer)
+    diagnose, copying   the one verdict (deepcopy_blocker), find_nonleaf, resolve; safe_deepcopy
+    graphs              draw, the one grad_fn walk; graph_picture: the picture itself
+    scenarios/          engine, source (the real code shown), catalog/ (one module per scenario)
+    dataloading         real DataLoader runs; tables: text and HTML tables
+    views/, widgets     pure views (Task, clear_caches), then thin ipywidgets explorers
+    exercises/          feedback framework, one module per exercise, student_copies
+    gpu, gpu_probes     GPU lessons as GpuStep records; notebook, kernels, save_hook
 """
 from __future__ import annotations
 
