@@ -12,9 +12,10 @@ from graphleaf_edu.scenarios.catalog import (
     old_weight_norm,
     pruning,
 )
+from graphleaf_edu.scenarios.engine import Scenario
 
 # The four of the seed article first, in reading order, then those met in the wild.
-SCENARIOS = {
+SCENARIOS: dict[str, Scenario] = {
     module.SCENARIO.key: module.SCENARIO
     for module in (
         intermediate_tensor, model_output, dataset_getitem, model_cache,
