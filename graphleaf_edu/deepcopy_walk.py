@@ -40,6 +40,7 @@ _ATOMIC_CLASSES = (
 )
 _MODULE_STORES = {"_parameters": PARAM, "_buffers": BUFFER, "_modules": CHILD}
 _MISSING = object()
+_POINTER = tuple.__itemsize__  # the size of one object reference
 _NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__getnewargs__.__code__
 
 
@@ -131,7 +132,7 @@ def plan_of_class(cls: type):
         return _deepcopy_plan(cls, own_deepcopy)
     if cls in copyreg.dispatch_table:
         return _copyreg_plan
-    if _default_reduce(cls) and not _custom_newargs(cls):
+    if _default_reduce(cls) and not _custom_newargs(cls) and not _state_beyond_dict_and_slots(cls):
         getstate = class_lookup(cls, "__getstate__")
         if issubclass(cls, nn.Module) and getstate is nn.Module.__getstate__:
             return _module_plan
@@ -158,6 +159,18 @@ def _default_reduce(cls: type) -> bool:
         class_lookup(cls, "__reduce_ex__") is object.__dict__["__reduce_ex__"]
         and class_lookup(cls, "__reduce__") is object.__dict__["__reduce__"]
     )
+
+
+def _state_beyond_dict_and_slots(cls: type) -> bool:
+    """C-level state the default reduce cannot save (a lock): ``object.__reduce_ex__`` refuses it
+    with "cannot pickle ... object", the rule CPython's ``object.__getstate__`` applies. Such an
+    object is reduced for real, so that the walk reports the refusal deepcopy will meet."""
+    if issubclass(cls, (list, dict, tuple)) or class_lookup(cls, "__getnewargs__") is not _MISSING:
+        return False
+    expected = object.__basicsize__ + _POINTER * (
+        bool(cls.__dictoffset__) + bool(cls.__weakrefoffset__) + len(copyreg._slotnames(cls))
+    )
+    return cls.__basicsize__ > expected
 
 
 def _custom_newargs(cls: type) -> bool:

@@ -895,3 +895,15 @@ def test_resolve_refuses_anything_but_reading(path):
         resolve([1], path)
     with pytest.raises(TypeError, match="str"):
         resolve([1], 0)
+
+
+def test_what_deepcopy_itself_refuses_is_reported_where_it_is():
+    import threading
+
+    x = graph_leaf(2)
+    findings = find_nonleaf({"y": x * 2, "lock": threading.Lock(), "plain": types.SimpleNamespace(a=1)})
+    assert [f.path for f in findings] == ["['y']"]
+    assert [(o.path, o.type_name) for o in findings.opaque] == [("['lock']", "lock")]
+    assert findings.opaque[0].reason == "copy.deepcopy fails here: TypeError: cannot pickle '_thread.lock' object"
+    with pytest.raises(TypeError, match="cannot pickle '_thread.lock'"):
+        copy.deepcopy(threading.Lock())  # the refusal the report names
