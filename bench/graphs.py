@@ -5,9 +5,6 @@ collapsing switched off, the cost a picture of every node would have.
 """
 from __future__ import annotations
 
-import math
-from contextlib import contextmanager
-
 import graphviz
 import torch
 from torchviz import make_dot
@@ -22,16 +19,6 @@ def chain(ops: int) -> tuple[torch.Tensor, torch.Tensor]:
     for _ in range(ops):
         out = out * 1.0001
     return leaf, out
-
-
-@contextmanager
-def collapsing_off():
-    saved = graphs._LONGEST_CHAIN
-    graphs._LONGEST_CHAIN = math.inf
-    try:
-        yield
-    finally:
-        graphs._LONGEST_CHAIN = saved
 
 
 def render_seconds(source: str, fmt: str, repeats: int, warmup: int) -> tuple[float, int]:
@@ -55,8 +42,7 @@ def measure_size(ops: int, repeats: int, warmup: int) -> dict:
     build = measure(lambda: graphs.draw(out, names={"x": leaf}).source, repeats=repeats,
                     warmup=warmup).median_s
     torchviz = torchviz_build_seconds(out, leaf, repeats)
-    with collapsing_off():
-        full = graphs.draw(out, names={"x": leaf})
+    full = graphs.draw(out, names={"x": leaf}, collapse_chains=False)
     row = {"ops": ops, "nodes": drawn.counts.nodes,
            "drawn_nodes": len(drawn.outline().splitlines()),
            "build_s": build, "torchviz_build_s": torchviz,

@@ -48,7 +48,8 @@ class GraphFreedError(RuntimeError):
     """The saved tensors to show were already freed by ``backward()``."""
 
 
-def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False) -> AutogradGraph:
+def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False,
+         collapse_chains=True) -> AutogradGraph:
     """Draw the autograd graph behind ``root`` (a tensor, or a tuple/list of them).
 
     ``names``: ``{name: tensor}``, an ``nn.Module`` (its named parameters), or a list of these,
@@ -58,6 +59,8 @@ def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False
     appear as ``[saved tensor]``, or ``[freed by backward()]`` once freed.
     ``show_saved``: the tensors each ``grad_fn`` saved for backward, as nodes; call it before
     ``backward()`` frees them.
+    ``collapse_chains``: a straight run of more than 30 ``grad_fn`` nodes is drawn as its two
+    ends and a note (``False`` draws every node).
     """
     roots = _tensors(root, "root")
     if not roots:
@@ -75,7 +78,8 @@ def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False
     for tensor in highlighted:
         builder.mark(tensor)
 
-    nodes, edges, collapsed = _collapse_chains(builder.nodes, builder.edges)
+    nodes, edges, collapsed = (_collapse_chains(builder.nodes, builder.edges) if collapse_chains
+                               else (builder.nodes, builder.edges, 0))
     counts = replace(builder.counts(), collapsed=collapsed)
     return AutogradGraph(digraph(nodes, edges), counts, outline_of(nodes, edges))
 

@@ -684,3 +684,12 @@ def test_hypothesis_writes_nothing_into_the_working_tree():
     assert settings.default.database is None
     home = storage_directory(intent_to_write=False).home_directory.resolve()
     assert Path(__file__).resolve().parent.parent not in [home, *home.parents]
+
+
+def test_collapsing_can_be_switched_off():
+    y = torch.ones(1, requires_grad=True)
+    for _ in range(40):
+        y = y * 1.0
+    assert draw(y).counts.collapsed > 0
+    full = draw(y, collapse_chains=False)
+    assert full.counts.collapsed == 0 and "collapsed" not in full.source
