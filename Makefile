@@ -19,13 +19,14 @@ NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
+.PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
 	$(LAB_VENV)/bin/jupyter lab $(ROOT_FLAG) --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 		--ServerApp.port_retries=0 --ServerApp.root_dir=$(CURDIR) \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
-test: setup
+test: setup classroom-setup
 	$(PY) -m pytest tests
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu notebooks
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu instructor
@@ -66,6 +67,21 @@ student: setup
 
 bench: setup
 	$(PY) -m bench
+
+# A class on JupyterHub on this machine (docs/classroom.md); root, as it makes one account per student.
+STUDENTS ?= 30
+classroom: setup classroom-setup
+	$(PY) -m classroom start --students $(STUDENTS)
+
+classroom-stop: $(STAMP)
+	$(PY) -m classroom stop
+
+classroom-bench: setup classroom-setup
+	$(PY) -m bench.classroom --students $(STUDENTS)
+
+# The students' environment in /opt/graphleaf-classroom (student + hub locks) and the npm proxy.
+classroom-setup: $(STAMP)
+	@$(PY) -m classroom setup
 
 # The suite on a CUDA machine that has torch but no network (docs/gpu-run.md): `make gpu-wheels` where
 # packages can be downloaded, carry wheels/ to the GPU machine, run `make test-gpu` there.

@@ -25,10 +25,16 @@ from tornado.websocket import websocket_connect
 
 LESSON_TIMEOUT_S = 900
 REQUEST_TIMEOUT_S = 600
+# Status messages the server sends (without a parent) when a kernel dies or is restarted under it.
+DEATH = {"dead", "restarting", "autorestarting"}
 
 
 class ClassroomError(RuntimeError):
     """Something a student would have seen go wrong: a refused login, a server that never came, a failed pull."""
+
+
+class KernelDied(ClassroomError):
+    """The server reported the kernel dead or restarting (JupyterLab: "The kernel appears to have died")."""
 
 
 @dataclass
@@ -190,7 +196,7 @@ class Kernel:
     def _message(self, msg_type: str, content: dict) -> dict:
         return {"header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": self.client_session,
                            "username": self.student.name, "version": "5.3",
-                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat()},
+                           "date": datetime.datetime.now(datetime.UTC).isoformat()},
                 "parent_header": {}, "metadata": {}, "content": content, "channel": "shell", "buffers": []}
 
     async def send(self, msg_type: str, content: dict) -> str:
@@ -202,7 +208,10 @@ class Kernel:
         frame = await asyncio.wait_for(self.socket.read_message(), timeout_s)
         if frame is None:
             raise ClassroomError(f"{self.student.name}: the kernel's websocket closed")
-        return _decode(frame)
+        message = _decode(frame)
+        if message["header"]["msg_type"] == "status" and message["content"]["execution_state"] in DEATH:
+            raise KernelDied(f"{self.student.name}: kernel {message['content']['execution_state']}")
+        return message
 
     async def request(self, msg_type: str, content: dict, timeout_s: float) -> dict:
         """Send on the shell channel and return the reply (iopub traffic in between is dropped)."""

@@ -7,7 +7,6 @@ re-pull brings the students what changed and nbgitpuller's merge rules keep thei
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,16 +20,10 @@ AUTHOR = ["-c", "user.name=graphleaf-edu classroom", "-c", "user.email=classroom
 
 
 def write_student_tree(destination: Path) -> None:
-    """What students receive: the lessons and the student copies of the exercises."""
-    tool = ROOT / "tools" / "student_tree.py"
-    if tool.exists():
-        subprocess.run([sys.executable, str(tool), str(destination)], check=True, cwd=ROOT)
-        return
-    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-    shutil.copytree(ROOT / "notebooks", destination / "notebooks", ignore=ignore)
-    exercises = destination / "notebooks" / "exercises"
-    shutil.rmtree(exercises)
-    shutil.copytree(ROOT / "student" / "exercises", exercises, ignore=ignore)
+    """What students receive: `make student`'s student-only tree (lessons, student copies of the
+    exercises, the package; no solutions, no hidden tests)."""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "student_tree.py"), str(destination)],
+                   check=True, cwd=ROOT, capture_output=True, text=True)
 
 
 def _git(repository: Path, *arguments: str, work_tree: Path | None = None) -> str:

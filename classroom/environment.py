@@ -27,6 +27,7 @@ SYSTEM_PYTHON = "/usr/bin/python3.11"
 STUDENT_LOCK = ROOT / "requirements" / "student.txt"
 HUB_LOCK = ROOT / "requirements" / "hub.txt"
 PACKAGE_SOURCES = ("pyproject.toml", "graphleaf_edu")
+SAVE_HOOK_CONFIG = "etc/jupyter/jupyter_server_config.d/graphleaf_edu.save_hook.json"
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -117,6 +118,9 @@ def _build(environment: Path) -> None:
         _pip(python, "install", "--no-deps", "--force-reinstall", str(ROOT))
         _pip(python, "check")
         package_stamp.write_text(digest)
+    if not (environment / SAVE_HOOK_CONFIG).exists():
+        # Opening a lesson must not rewrite it, or nbgitpuller sees an edit the student never made.
+        subprocess.run([str(python), "-m", "graphleaf_edu.save_hook", "enable"], check=True, capture_output=True)
 
 
 def _stamped(path: Path) -> str | None:

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 from pathlib import Path
+from typing import ClassVar
 
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Tuple
@@ -26,7 +27,7 @@ class RangePortSpawner(LocalProcessSpawner):
     (JupyterHub's own choice is any free port of the machine)."""
 
     port_range = Tuple((first_port, last_port), help="first and last port (inclusive)").tag(config=True)
-    ports_given: set = set()  # shared by every spawner of this hub: chosen, maybe not yet bound
+    ports_given: ClassVar[set[int]] = set()  # shared by every spawner of this hub: chosen, maybe not yet bound
 
     async def start(self):
         if not self.port:
