@@ -10,9 +10,10 @@ nbgitpuller link, then opens the core lessons one after another and runs each as
 and leaving the last one open, as a student reading along would. All students start at the same
 moment. The same run is made first by one student alone (an account of its own), the baseline.
 
-Core lessons are the numbered lessons except the one that starts real DataLoader worker
-processes: 30 kernels sharing 2 cores make its deliberate worker timeouts misfire. It runs in a
-phase of its own, at fewer students, against the same lesson run by the student alone.
+Core lessons are the quick path and the numbered lessons, except the GPU lesson (a CPU class does
+not run it) and the one that starts real DataLoader worker processes: 30 kernels sharing 2 cores
+make its deliberate worker timeouts misfire. That one runs in a phase of its own, at fewer
+students, against the same lesson run by the student alone.
 
 Measured per student: seconds to a running server (from the start request to the hub's "ready"),
 to pull, to open and to Run All each lesson; memory as PSS (a page shared by n processes counts
@@ -51,13 +52,20 @@ RESULTS = ROOT / "bench" / "classroom.json"
 DOC = ROOT / "docs" / "classroom.md"
 START, END = "<!-- classroom-bench:start -->", "<!-- classroom-bench:end -->"
 DATALOADER_LESSON = "05_scenario_dataloader_workers.ipynb"
+NOT_CORE = {
+    DATALOADER_LESSON: "real DataLoader worker processes: measured in a phase of its own, at fewer students",
+    "10_on_the_gpu.ipynb": "a GPU lesson: on this CPU-only hub it only prints what a GPU would show",
+}
 SAMPLE_EVERY_S = 4.0
 MB = 2**20
 
 
 def lessons() -> list[str]:
-    """The student's paths of the core lessons, in reading order."""
-    found = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if p.name != DATALOADER_LESSON)
+    """The student's paths of the core lessons, in reading order: the quick path first, then every
+    numbered lesson except those that need what a CPU class lacks or cannot share (``NOT_CORE``)."""
+    notebooks = ROOT / "notebooks"
+    found = [p.name for p in sorted(notebooks.glob("quick*.ipynb"))]
+    found += sorted(p.name for p in notebooks.glob("[0-9][0-9]_*.ipynb") if p.name not in NOT_CORE)
     return [f"{COURSE_NAME}/notebooks/{name}" for name in found]
 
 
@@ -380,13 +388,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.classroom", description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--dataloader-students", type=int, default=None,
-                        help="students running the DataLoader lesson at once (default: a third, at most 10)")
+                        help="students running the DataLoader lesson at once (default: a sixth, 2 to 5)")
     parser.add_argument("--quick", action="store_true", help="the first lesson only; leaves the published figures")
     args = parser.parse_args(argv)
     hub.require_root()
     dataloader_students = args.dataloader_students
     if dataloader_students is None:
-        dataloader_students = 0 if args.quick else max(1, min(10, args.students // 3))
+        dataloader_students = 0 if args.quick else min(5, max(2, args.students // 6))
     result = run(CLASSROOMS["bench"], args.students, min(dataloader_students, args.students), args.quick)
     print(tables(result))
     print(f"\n{len(result['failures'])} failures in {result['total_s']:.0f} s")
