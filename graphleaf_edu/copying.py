@@ -25,7 +25,20 @@ _LISTED_PATHS = 20
 
 
 class DetachedTensorsWarning(UserWarning):
-    """``safe_deepcopy`` replaced non-leaf tensors by detached copies; ``paths`` says where."""
+    """``safe_deepcopy`` replaced non-leaf tensors by detached copies; ``paths`` says where.
+
+    Attributes:
+        paths: the ``find_nonleaf`` path of each detached tensor.
+
+    Example:
+        >>> import warnings
+        >>> state = {"y": torch.ones(2, requires_grad=True) * 2}
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     copied = gl.safe_deepcopy(state)
+        >>> caught[0].message.paths
+        ("['y']",)
+    """
 
     def __init__(self, message: str, paths: tuple[str, ...] = ()):
         super().__init__(message)
@@ -39,6 +52,27 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     Parameters, buffers, ``training``, a detached tensor's own attributes). ``obj`` is never
     modified; if the copy fails, the original error propagates. With ``warn=True``, one
     ``DetachedTensorsWarning`` lists the paths (as in ``find_nonleaf``) of the tensors detached.
+
+    Args:
+        obj: what to copy: a tensor, a module, an optimizer, containers of these, any object.
+        warn: warn with the paths of the detached tensors (``False``: copy silently).
+
+    Returns:
+        The copy, of the same type as ``obj``.
+
+    Raises:
+        TypeError: ``warn`` is not a bool.
+        RuntimeError: whatever ``copy.deepcopy`` raises for another reason, or the graph-leaves
+            error when the non-leaf tensor is hidden where no walk can see it (then the message says so).
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> copied = gl.safe_deepcopy(model, warn=False)
+        >>> copied.cache.grad_fn is None, model.cache.grad_fn is not None
+        (True, True)
+        >>> torch.equal(copied.cache, model.cache)
+        True
     """
     if not isinstance(warn, bool):
         raise TypeError(f"safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")

@@ -38,7 +38,22 @@ ROWS, FEATURES = 8, 4
 
 
 class TensorRows(Dataset):
-    """Row ``i`` of ``data``; with ``deepcopy_in_getitem`` each row is deep-copied before it is returned."""
+    """The dataset of the DataLoader lessons: item ``i`` is row ``i`` of ``data``.
+
+    Built from a non-leaf tensor, its rows are non-leaf too: a ``fork`` worker that deep-copies them
+    fails, and ``spawn``/``forkserver`` workers cannot even receive the dataset. ``DetachedTensorRows``
+    is the fix. The class lives in a module, so spawned workers can import it.
+
+    Args:
+        data: the rows, one per item.
+        deepcopy_in_getitem: deep-copy each row before returning it (as some datasets do).
+
+    Example:
+        >>> x = torch.ones(3, 2, requires_grad=True)
+        >>> rows = gl.TensorRows(x * 2)
+        >>> len(rows), rows[0]
+        (3, tensor([2., 2.], grad_fn=<SelectBackward0>))
+    """
 
     def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):
         self.data = data
@@ -53,7 +68,21 @@ class TensorRows(Dataset):
 
 
 class DetachedTensorRows(TensorRows):
-    """The fix: take the data out of the graph once, at construction (and own its memory)."""
+    """The fix for ``TensorRows``: the data leaves the graph once, when the dataset is built.
+
+    Stores ``data.detach().clone()``: rows without ``grad_fn`` that every worker can copy and
+    receive, in memory of its own (``data`` is not touched).
+
+    Args:
+        data: the rows, one per item; may be part of an autograd graph.
+        deepcopy_in_getitem: deep-copy each row before returning it (now harmless).
+
+    Example:
+        >>> x = torch.ones(3, 2, requires_grad=True)
+        >>> rows = gl.DetachedTensorRows(x * 2)
+        >>> rows[0], rows.data.is_leaf
+        (tensor([2., 2.]), True)
+    """
 
     def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):
         super().__init__(data.detach().clone(), deepcopy_in_getitem)
@@ -69,7 +98,25 @@ def make_dataset(*, deepcopy_in_getitem: bool, detach_at_construction: bool) -> 
 
 @dataclass(frozen=True)
 class LoaderOutcome:
-    """What one DataLoader run did. ``error_line``/``cause_line`` are ``"Type: first line"`` and deterministic."""
+    """What one ``run_loader`` run did; ``row()`` and ``summary()`` give its deterministic part.
+
+    Attributes:
+        ok: every batch arrived.
+        error_type: the exception's class name when the run failed, else ``None``.
+        error_line: ``"Type: first line"`` of the error the DataLoader raised.
+        cause_line: the same for the error behind it (a worker's own error), if any.
+        batches: how many batches arrived before the end or the error.
+        batch_shape: the first batch's shape; batch_requires_grad and batch_is_leaf its flags.
+        elapsed_s: wall time of the run; worker_stderr what the workers printed.
+
+    Example:
+        >>> outcome = gl.run_loader(start_method="fork", num_workers=0, deepcopy_in_getitem=False,
+        ...                         detach_at_construction=True)
+        >>> outcome.ok, outcome.batches, outcome.batch_shape
+        (True, 2, (4, 4))
+        >>> outcome.summary()
+        'ok: 2 batches of shape [4, 4], requires_grad=False, is_leaf=True'
+    """
 
     start_method: str
     num_workers: int
@@ -116,11 +163,32 @@ def run_loader(
     batch_size: int | None = 4,
     timeout: float = 10.0,
 ) -> LoaderOutcome:
-    """Iterate a real DataLoader over ``make_dataset(...)`` and report the outcome; never hangs.
+    """Iterate a real DataLoader over 8 non-leaf rows (or their detached fix) and report what happened.
 
-    ``start_method`` is ignored when ``num_workers`` is 0 (everything runs in this process).
-    ``timeout`` bounds each wait for a batch; spawn and forkserver workers import torch first,
-    so keep it above a few seconds for them.
+    Never hangs: workers run with ``timeout``, and their output is collected, not printed.
+
+    Args:
+        start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; ignored when ``num_workers`` is 0.
+        num_workers: worker processes; 0 loads in this process.
+        deepcopy_in_getitem: the dataset deep-copies each row in ``__getitem__``.
+        detach_at_construction: use ``DetachedTensorRows`` (the fix) instead of ``TensorRows``.
+        batch_size: rows per batch; ``None`` hands out single rows, uncollated.
+        timeout: seconds to wait for each batch; spawn and forkserver workers import torch first,
+            so keep it above a few seconds for them.
+
+    Returns:
+        A ``LoaderOutcome``; a failed run is an outcome too (``ok=False``), not an exception.
+
+    Raises:
+        ValueError: an unknown start method, ``num_workers < 0``, ``batch_size < 1`` or ``timeout <= 0``.
+
+    Example:
+        >>> outcome = gl.run_loader(start_method="fork", num_workers=1, deepcopy_in_getitem=True,
+        ...                         detach_at_construction=False)
+        >>> outcome.ok, outcome.error_line
+        (False, 'RuntimeError: Caught RuntimeError in DataLoader worker process 0.')
+        >>> outcome.cause_line
+        'RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy ...'
     """
     _check_configuration(start_method, num_workers, batch_size, timeout)
     dataset = make_dataset(deepcopy_in_getitem=deepcopy_in_getitem, detach_at_construction=detach_at_construction)
@@ -154,8 +222,26 @@ def run_loader(
 
 
 def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
-    """A table of ``outcome.row()`` for each outcome (deterministic): plain text, or with
-    ``html=True`` an HTML table, whose long error messages wrap inside their cells."""
+    """A table with one row per DataLoader run: its configuration and its result (deterministic).
+
+    Args:
+        outcomes: what ``run_loader`` returned, one per row.
+        html: an HTML table, whose long error messages wrap inside their cells, instead of plain text.
+
+    Returns:
+        The table as text (``""`` for no outcomes).
+
+    Raises:
+        Nothing of its own.
+
+    Example:
+        >>> outcome = gl.run_loader(start_method="fork", num_workers=0, deepcopy_in_getitem=True,
+        ...                         detach_at_construction=True)
+        >>> print(gl.outcome_table([outcome]))
+        start method   | workers | deepcopy in __getitem__ | detach at construction | batch_size | result
+        ---------------+---------+-------------------------+------------------------+------------+-----------...
+        (main process) | 0       | True                    | True                   | 4          | ok: 2 batches of shape [4, 4], requires_grad=False, is_leaf=True
+    """
     rows = [outcome.row() for outcome in outcomes]
     if not rows:
         return ""

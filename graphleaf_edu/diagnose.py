@@ -32,7 +32,24 @@ _ERROR_KINDS = ("deepcopy", "multiprocessing")
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """What autograd and ``copy.deepcopy`` think of one tensor."""
+    """What autograd and ``copy.deepcopy`` think of one tensor, as ``describe`` returns it.
+
+    Attributes:
+        is_leaf: no ``grad_fn``: created by the user (or detached), not computed by autograd.
+        requires_grad: autograd records operations on it.
+        grad_fn: the name of the backward node that made it (``"MulBackward0"``), or ``None``.
+        retains_grad: a non-leaf whose ``.grad`` is kept (``retain_grad()``).
+        device: ``"cpu"``, ``"cuda"``, ...; dtype: ``"float32"``, ...
+        shape: its sizes (``None`` for the ragged dimensions of a nested tensor).
+        is_view: it shares another tensor's storage (a view of a leaf is a non-leaf).
+        deepcopy_ok: ``copy.deepcopy`` of it works.
+        deepcopy_blocker: why it does not (``deepcopy_blocker(t)``), else ``None``.
+
+    Example:
+        >>> info = gl.describe(torch.ones(2, requires_grad=True) * 2)
+        >>> info.is_leaf, info.grad_fn, info.deepcopy_ok
+        (False, 'MulBackward0', False)
+    """
 
     is_leaf: bool
     requires_grad: bool
@@ -55,10 +72,26 @@ class TensorInfo:
 
 @dataclass(frozen=True, eq=False)
 class Finding:
-    """One tensor that makes ``copy.deepcopy`` raise: ``resolve(root, path) is tensor``.
+    """One tensor that makes ``copy.deepcopy`` raise, as ``find_nonleaf`` reports it: ``resolve(root, path) is tensor``.
 
     ``kind`` names the cause in a short stable word (``graphleaf_edu.causes``); ``cause`` says it in
     words and ``fix`` is the fix that fits it. ``line()`` is the one-line form (path, cause, fix) for logs and grep.
+
+    Attributes:
+        path: where the tensor is, written after ``root`` (``".cache"``, ``"['state'][0]"``).
+        tensor: the tensor itself (not a copy).
+        grad_fn: the name of its backward node.
+        cause: why it is there, in words; kind: the same as a short stable word.
+        fix: what to change in the code that stores it.
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> finding = gl.find_nonleaf(model)[0]
+        >>> finding.path, finding.grad_fn, finding.kind
+        ('.cache', 'AddmmBackward0', 'cached-activation')
+        >>> print(finding.line())
+        root.cache: cached activation in a module attribute (grad_fn=AddmmBackward0) | fix: store ...
     """
 
     path: str
@@ -98,8 +131,17 @@ class OpaqueObject:
 class Findings(list[Finding]):
     """The non-leaf tensors reachable from one object, shortest path first.
 
-    ``opaque`` lists the objects whose copy the walk could not look inside; a non-leaf hidden
-    there is not in the list, so ``report()`` names them instead of claiming success.
+    A list of ``Finding``; ``report()`` says what breaks the copy and how to fix each finding,
+    ``explain()`` prints it. ``opaque`` lists the objects whose copy the walk could not look inside;
+    a non-leaf hidden there is not in the list, so ``report()`` names them instead of claiming success.
+
+    Example:
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> findings = gl.find_nonleaf({"w": x, "y": x * 2})
+        >>> len(findings), findings[0].path
+        (1, "['y']")
+        >>> print(gl.find_nonleaf({"w": x}).report())
+        Nothing to fix: no non-leaf tensor is reachable from this dict, so copy.deepcopy(root) will not raise the graph-leaves error.
     """
 
     def __init__(self, findings=(), subject: str = "object", opaque: tuple[OpaqueObject, ...] = ()):
@@ -191,7 +233,24 @@ def error_kind(error: str | BaseException) -> str:
 
 
 def describe(t: torch.Tensor) -> TensorInfo:
-    """Leaf or not, its ``grad_fn``, and whether ``copy.deepcopy(t)`` would work (and why not)."""
+    """Leaf or not, its ``grad_fn``, and whether ``copy.deepcopy(t)`` would work (and why not).
+
+    Args:
+        t: the tensor to describe.
+
+    Returns:
+        A ``TensorInfo`` (shown as a table in Jupyter).
+
+    Raises:
+        TypeError: ``t`` is not a tensor (for modules and containers, use ``find_nonleaf``).
+
+    Example:
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> gl.describe(x * 2)
+        TensorInfo(is_leaf=False, requires_grad=True, grad_fn='MulBackward0', retains_grad=False, device='cpu', dtype='float32', shape=(2,), is_view=False, deepcopy_ok=False, deepcopy_blocker='non-leaf (grad_fn=MulBackward0)')
+        >>> gl.describe(x).deepcopy_ok
+        True
+    """
     _require_tensor(t, "describe")
     blocker = deepcopy_blocker(t)
     return TensorInfo(
@@ -215,6 +274,22 @@ def deepcopy_blocker(t: torch.Tensor) -> str | None:
     checks: the tensor is a non-leaf (the graph-leaves error); torch cannot copy its layout or
     type at all (sparse CSR/CSC/BSR/BSC, strided nested tensors, subclasses whose ``new_empty``
     or ``clone`` does not return their own type); its ``.grad`` or an attribute is a non-leaf.
+
+    Args:
+        t: the tensor to judge.
+
+    Returns:
+        The reason in one line, or ``None`` when ``copy.deepcopy(t)`` works.
+
+    Raises:
+        TypeError: ``t`` is not a tensor.
+
+    Example:
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> gl.deepcopy_blocker(x * 2)
+        'non-leaf (grad_fn=MulBackward0)'
+        >>> gl.deepcopy_blocker(x) is None
+        True
     """
     _require_tensor(t, "deepcopy_blocker")
     if not t.is_leaf:
@@ -286,14 +361,58 @@ def find_nonleaf(obj: Any) -> Findings:
     ``['my-layer']``, ``[(1, 'a')]``); a dict key without a literal repr is named
     ``[list(root...)[i]]``, a set member or a tensor used as a key
     ``.__iter__().__reduce__()[1][0][i]``, and what a reducer returns ``.__reduce_ex__(4)[...]``.
-    Objects the walk cannot look inside are in ``.opaque``.
+    Objects the walk cannot look inside are in ``.opaque``. Walks what ``copy.deepcopy`` walks,
+    by its own protocol; reads only, never copies or modifies ``obj``.
+
+    Args:
+        obj: anything ``copy.deepcopy`` would be given: a tensor, a module, an optimizer, a
+            dataset, containers of these.
+
+    Returns:
+        ``Findings``: a list of ``Finding``, empty when ``copy.deepcopy(obj)`` meets no non-leaf tensor.
+
+    Raises:
+        Nothing of its own: any object is walked.
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> gl.find_nonleaf(model)
+        Findings([
+            Finding(path='.cache', grad_fn='AddmmBackward0', shape=(1, 2), cause='cached activation in a module attribute'),
+        ])
+        >>> gl.find_nonleaf(torch.nn.Linear(2, 2))
+        Findings([])
     """
     return _scan(obj)[0]
 
 
 def explain(obj: Any, error: str | BaseException = "deepcopy") -> None:
     """Print what breaks ``copy.deepcopy(obj)`` (or, with ``error="multiprocessing"``, sending it
-    through torch.multiprocessing), where, and how to fix it; or that nothing does."""
+    through torch.multiprocessing), where, and how to fix it; or that nothing does.
+
+    Args:
+        obj: what was being copied or sent.
+        error: ``"deepcopy"``, ``"multiprocessing"``, or the exception raised (its message decides).
+
+    Returns:
+        None; the report is printed (``find_nonleaf(obj).report()`` returns it as text).
+
+    Raises:
+        ValueError: ``error`` is neither a known kind nor an exception.
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> gl.explain(model)
+        copy.deepcopy(root) fails for this Linear: 1 non-leaf tensor.
+        <BLANKLINE>
+        1. root.cache  (AddmmBackward0, shape (1, 2), cpu)
+           cause: cached activation in a module attribute
+           fix:   store `output.detach()` where it is cached (in `forward` or the forward hook), or set the attribute to None before copying
+        <BLANKLINE>
+        graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached.
+    """
     find_nonleaf(obj).explain(error)
 
 

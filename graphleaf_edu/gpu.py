@@ -75,7 +75,15 @@ PIN_CUDA_ERROR = "RuntimeError: cannot pin 'torch.cuda.FloatTensor' only dense C
 
 
 class GpuFactChanged(AssertionError):
-    """A GPU lesson observed something other than what the notebook teaches."""
+    """A GPU lesson observed something other than what the notebook teaches.
+
+    ``gpu_lesson`` raises it on a CUDA machine where PyTorch no longer does what the lesson says,
+    listing each step's expected and observed outcome: the lesson must change, not the check.
+
+    Example:
+        >>> issubclass(gl.GpuFactChanged, AssertionError)
+        True
+    """
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,24 @@ class GpuStep:
 
 @dataclass(frozen=True)
 class GpuLesson:
-    """``observe(device)`` returns one outcome per step, in the order of ``steps``."""
+    """One GPU lesson: its steps, each with the outcome expected on a GPU, and the code that observes them.
+
+    ``observe(device)`` returns one outcome per step, in the order of ``steps``; ``run(device)``
+    maps each step's label to what it observed, ``differences(observed)`` lists the steps whose
+    outcome is not the expected one.
+
+    Attributes:
+        title: what the lesson shows.
+        observe: runs the steps on a device.
+        steps: ``GpuStep`` records (``label``, ``expected``).
+
+    Example:
+        >>> lesson = gl.GPU_LESSONS["deepcopy"]
+        >>> lesson.title
+        'deepcopy of CUDA tensors'
+        >>> lesson.steps[1].label, lesson.steps[1].expected[:40]
+        ('copy.deepcopy(y), y = x * 2', 'RuntimeError: Only Tensors created expli')
+    """
 
     title: str
     observe: Callable[[str], list[str]]
@@ -123,7 +148,26 @@ class GpuLesson:
 
 
 def gpu_lesson(name: str) -> None:
-    """Run lesson ``name`` on the GPU and print what happened, or, without CUDA, what should happen."""
+    """Run lesson ``name`` on the GPU and print what happened, or, without CUDA, what should happen.
+
+    Args:
+        name: a key of ``GPU_LESSONS``.
+
+    Returns:
+        None; prints a first line saying which of the two it did, then one step and its outcome per line pair.
+
+    Raises:
+        ValueError: no lesson is called ``name``.
+        GpuFactChanged: on a GPU, a step's outcome is not the one the lesson expects.
+
+    Example:
+        >>> import contextlib, io
+        >>> printed = io.StringIO()
+        >>> with contextlib.redirect_stdout(printed):
+        ...     gl.gpu_lesson("deepcopy")
+        >>> printed.getvalue().splitlines()[1:3]
+        ["  copy.deepcopy(x), x = torch.arange(3.0, device='cuda', requires_grad=True)", '      -> a copy on cuda, float32, leaf, requires_grad=True']
+    """
     lesson = _lesson(name)
     if not torch.cuda.is_available():
         print(NEEDS_GPU)
@@ -303,6 +347,12 @@ GPU_LESSONS: dict[str, GpuLesson] = {
                 "the process received: on cuda, float32, leaf, requires_grad=False, values [0.0, 2.0, 4.0, 6.0]"),
     )),
 }
+"""The GPU lessons of notebook 10, by name: each a ``GpuLesson`` that ``gpu_lesson(name)`` runs.
+
+Example:
+    >>> list(gl.GPU_LESSONS)
+    ['deepcopy', 'safe_deepcopy', 'copy_through_the_cpu', 'dataloader', 'pin_memory', 'multiprocessing']
+"""
 
 
 # --- helpers --------------------------------------------------------------------------------------

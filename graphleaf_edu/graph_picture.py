@@ -89,7 +89,29 @@ class GraphCounts:
 
 
 class AutogradGraph:
-    """A drawn autograd graph: DOT ``source``, ``counts``, and SVG/PNG rendered once on demand."""
+    """A drawn autograd graph, as ``draw`` returns it: shown as a picture in Jupyter, as a summary in text.
+
+    ``svg()`` and ``png()`` render the picture with Graphviz's ``dot`` once, on first use;
+    ``save(path)`` writes a ``.svg`` or ``.png`` file; ``outline()`` is the same graph as text
+    (no ``dot`` needed), ``source`` its DOT source. Without ``dot``, Jupyter shows the outline and
+    says how to install Graphviz; ``svg()``, ``png()`` and ``save()`` raise ``GraphvizNotFoundError``.
+
+    Attributes:
+        counts: how many nodes of each kind (leaves, ``grad_fn`` nodes, non-leaf tensors, saved tensors).
+        source: the DOT source of the picture.
+
+    Example:
+        >>> graph = gl.draw(torch.ones(3, requires_grad=True) * 2)
+        >>> graph
+        AutogradGraph(4 nodes: 1 leaf, 2 grad_fn, 1 non-leaf)
+        >>> print(graph.outline())
+        n1  non_leaf   output  (3) float32  <- n2
+        n2  grad_fn    MulBackward0  <- n3
+        n3  grad_fn    AccumulateGrad  <- n4
+        n4  leaf       (3) float32
+        >>> graph.svg().startswith("<?xml")
+        True
+    """
 
     def __init__(self, digraph: graphviz.Digraph, counts: GraphCounts, outline: str):
         self._digraph = digraph

@@ -50,17 +50,44 @@ class GraphFreedError(RuntimeError):
 
 def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False,
          collapse_chains=True) -> AutogradGraph:
-    """Draw the autograd graph behind ``root`` (a tensor, or a tuple/list of them).
+    """Draw the autograd graph behind ``root``: leaves, ``grad_fn`` nodes and the tensors named.
 
-    ``names``: ``{name: tensor}``, an ``nn.Module`` (its named parameters), or a list of these,
-    merged; every named tensor is drawn, a named non-leaf beside the ``grad_fn`` that made it.
-    ``highlight``: tensor(s) being deep-copied, marked "cannot deepcopy" or "copy OK".
-    ``show_attrs``: each ``grad_fn``'s saved non-tensor arguments (e.g. ``dim``); saved tensors
-    appear as ``[saved tensor]``, or ``[freed by backward()]`` once freed.
-    ``show_saved``: the tensors each ``grad_fn`` saved for backward, as nodes; call it before
-    ``backward()`` frees them.
-    ``collapse_chains``: a straight run of more than 30 ``grad_fn`` nodes is drawn as its two
-    ends and a note (``False`` draws every node).
+    Torchviz's conventions (tensor boxes labelled by shape, backward nodes named by class,
+    ``AccumulateGrad`` tying each leaf in), with deterministic node ids, a colour and a shape per
+    kind of node, and a legend.
+
+    Args:
+        root: the tensor to draw the graph of, or a tuple/list of tensors.
+        names: ``{name: tensor}``, an ``nn.Module`` (its named parameters), or a list of these,
+            merged; every named tensor is drawn, a named non-leaf beside the ``grad_fn`` that made it.
+        highlight: tensor(s) being deep-copied, marked "cannot deepcopy" or "copy OK".
+        show_attrs: each ``grad_fn``'s saved non-tensor arguments (e.g. ``dim``); saved tensors
+            appear as ``[saved tensor]``, or ``[freed by backward()]`` once freed.
+        show_saved: the tensors each ``grad_fn`` saved for backward, as nodes; call it before
+            ``backward()`` frees them.
+        collapse_chains: a straight run of more than 30 ``grad_fn`` nodes is drawn as its two
+            ends and a note (``False`` draws every node).
+
+    Returns:
+        An ``AutogradGraph``: a picture in Jupyter, ``outline()`` as text, ``save(path)`` to a file.
+
+    Raises:
+        TypeError: ``root`` or ``highlight`` holds something other than tensors.
+        ValueError: ``root`` holds no tensor.
+        GraphFreedError: ``show_saved=True`` after ``backward()`` freed the saved tensors.
+
+    Example:
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> y = (x * 2).sum()
+        >>> graph = gl.draw(y, names={"x": x}, highlight=[x])
+        >>> graph
+        AutogradGraph(5 nodes: 1 leaf, 3 grad_fn, 1 non-leaf)
+        >>> print(graph.outline())
+        n1  non_leaf   output  () float32  <- n2
+        n2  grad_fn    SumBackward0  <- n3
+        n3  grad_fn    MulBackward0  <- n4
+        n4  grad_fn    AccumulateGrad  <- n5
+        n5  leaf       x  (3) float32  copy OK
     """
     roots = _tensors(root, "root")
     if not roots:

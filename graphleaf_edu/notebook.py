@@ -8,6 +8,15 @@ import warnings
 import torch
 
 VERIFIED_TORCH = "2.13"
+"""The torch release (major.minor) the notebooks' stored outputs were checked with.
+
+``setup_notebook`` warns when the running torch is another release: what the notebooks say about
+PyTorch was verified on this one, and their checked cells show where another one differs.
+
+Example:
+    >>> gl.VERIFIED_TORCH
+    '2.13'
+"""
 
 
 def torch_minor_version(version: str = torch.__version__) -> str:
@@ -16,9 +25,26 @@ def torch_minor_version(version: str = torch.__version__) -> str:
 
 
 def setup_notebook(seed: int = 0) -> torch.device:
-    """Seed every generator, pick the device, and print one deterministic status line.
+    """The setup every notebook shares: seed the generators, print one status line, pick the device.
 
-    Returns ``cuda`` when a GPU is visible (the ``graphleaf-gpu`` kernel), else ``cpu``.
+    Seeds Python's ``random`` and torch, then prints the torch release, and whether Graphviz's
+    ``dot`` was found (without it, graphs show as text). Warns when torch is not the release the
+    notebooks were verified with (``VERIFIED_TORCH``).
+
+    Args:
+        seed: the seed for ``random`` and ``torch.manual_seed``.
+
+    Returns:
+        ``torch.device("cuda")`` when a GPU is visible (the ``graphleaf-gpu`` kernel), else ``cpu``.
+
+    Raises:
+        Nothing of its own; a ``UserWarning`` when the torch release differs from ``VERIFIED_TORCH``.
+
+    Example:
+        >>> device = gl.setup_notebook(seed=0)
+        torch 2.13 | graphleaf_edu ready | Graphviz dot found
+        >>> device.type in ("cpu", "cuda")
+        True
     """
     random.seed(seed)
     torch.manual_seed(seed)

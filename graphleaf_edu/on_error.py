@@ -117,7 +117,31 @@ def _where(frame: types.FrameType) -> str:
 def explain_errors() -> Iterator[None]:
     """``with explain_errors(): ...``: a graph error raised inside gets the diagnosis as notes.
 
-    The exception itself propagates unchanged (same object, same traceback), notes added.
+    The exception itself propagates unchanged (same object, same traceback), notes added: the
+    object being copied, each non-leaf tensor's path, cause and fix. Python 3.11+ prints notes
+    under the traceback. ``python -m graphleaf_edu SCRIPT`` runs a script inside it, and
+    ``%load_ext graphleaf_edu`` does the same for every IPython cell.
+
+    Returns:
+        A context manager.
+
+    Raises:
+        Whatever the block raises, unchanged but for the notes on a graph-leaves (or
+        torch.multiprocessing "Cowardly refusing") error.
+
+    Example:
+        >>> import copy
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> try:
+        ...     with gl.explain_errors():
+        ...         copy.deepcopy(model)
+        ... except RuntimeError as error:
+        ...     for note in error.__notes__:
+        ...         print(note)
+        graphleaf_edu: copying root = a Linear (copy.deepcopy(x) called in ...)
+        graphleaf_edu: root.cache: cached activation in a module attribute (grad_fn=AddmmBackward0) | fix: ...
+        graphleaf_edu: graphleaf_edu.safe_deepcopy(root) copies root with these tensors detached
     """
     try:
         yield

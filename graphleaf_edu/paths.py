@@ -157,6 +157,24 @@ def resolve(root: Any, path: str) -> Any:
     ``copy.deepcopy`` itself makes (``.__iter__()``, ``.__reduce__()``, ``.__reduce_ex__(4)``,
     ``.__getstate__()``, ``.values()``) and ``copyreg.dispatch_table[type(x)](x)``. Anything else
     is refused with a ValueError, so nothing but reading happens.
+
+    Args:
+        root: the object ``find_nonleaf`` was given.
+        path: a ``Finding.path``.
+
+    Returns:
+        The object at the end of the path (for a finding, its tensor).
+
+    Raises:
+        TypeError: ``path`` is not a string.
+        ValueError: ``path`` holds a step that no path of ``find_nonleaf`` holds.
+
+    Example:
+        >>> model = torch.nn.Linear(2, 2)
+        >>> model.cache = model(torch.ones(1, 2))
+        >>> finding = gl.find_nonleaf(model)[0]
+        >>> gl.resolve(model, finding.path) is model.cache
+        True
     """
     if not isinstance(path, str):
         raise TypeError(f"resolve(root, path) takes the path as a str (Finding.path), got {type(path).__name__}")

@@ -266,17 +266,69 @@ class FixComparisonExplorer(_Explorer):
 
 def scenario_explorer(scenario: Scenario = SCENARIOS["intermediate_tensor"], fix: str = NONE,
                       task: Task | None = None) -> ScenarioExplorer:
-    """A scenario and fix picker with a "deepcopy" button: the code, the result and the graph."""
+    """A scenario and fix picker with a "deepcopy" button: the code, the result and the graph.
+
+    Args:
+        scenario: the scenario shown first (one of ``SCENARIOS``).
+        fix: the key of the fix chosen first.
+        task: something to do, shown on top with a "solved" sign once done (``graphleaf_edu.views.Task``).
+
+    Returns:
+        The explorer, an ``ipywidgets.VBox``: display it in Jupyter.
+
+    Raises:
+        TypeError: ``scenario`` is not a ``Scenario`` (pass ``SCENARIOS[key]``, not the key).
+        KeyError: the scenario has no fix ``fix``.
+
+    Example:
+        >>> explorer = gl.scenario_explorer(gl.SCENARIOS["model_cache"], "safe_deepcopy")
+        >>> explorer.fix.value
+        'safe_deepcopy'
+        >>> explorer
+        ScenarioExplorer: an interactive explorer; run this cell in Jupyter to use it
+    """
     return ScenarioExplorer(scenario, fix, task)
 
 
 def leaf_playground(expression: str = "x * 2", task: Task | None = None) -> LeafPlayground:
-    """A text box (and examples) over seeded tensors x, w, b: describe() and the graph of the result."""
+    """A text box (and examples) over seeded tensors x, w, b: describe() and the graph of the result.
+
+    Args:
+        expression: the Python expression shown first (over ``torch``, ``copy``, ``x``, ``w``, ``b``).
+        task: something to do, shown on top with a "solved" sign once done.
+
+    Returns:
+        The playground, an ``ipywidgets.VBox``: display it in Jupyter.
+
+    Raises:
+        Nothing of its own: an expression that fails shows its error in the widget.
+
+    Example:
+        >>> playground = gl.leaf_playground("w @ x + b")
+        >>> playground
+        LeafPlayground: an interactive explorer; run this cell in Jupyter to use it
+    """
     return LeafPlayground(expression, task)
 
 
 def dataloader_lab(task: Task | None = None) -> DataLoaderLab:
-    """Start method x workers x deepcopy in __getitem__ x detach at construction, run for real."""
+    """Start method x workers x deepcopy in __getitem__ x detach at construction, run for real.
+
+    Each run is ``run_loader`` with the chosen options: real worker processes, with a timeout.
+
+    Args:
+        task: something to do, shown on top with a "solved" sign once done.
+
+    Returns:
+        The lab, an ``ipywidgets.VBox``: display it in Jupyter.
+
+    Raises:
+        Nothing of its own.
+
+    Example:
+        >>> gl.dataloader_lab()
+        DataLoaderLab: an interactive explorer; run this cell in Jupyter to use it
+    """
     return DataLoaderLab(task)
 
 
@@ -284,7 +336,21 @@ def fix_comparison(scenario: Scenario = SCENARIOS["model_cache"], measure: Measu
                    task: Task | None = None) -> FixComparisonExplorer:
     """Pick a model (a cache, old weight_norm, ...) and see which fixes make it copyable.
 
-    ``measure(scenario, fix) -> {column: value}`` fills the table (default ``fix_summary``); a
-    notebook can pass the measuring function it built, so the widget shows its columns.
+    Args:
+        scenario: the model scenario shown first (one of ``SCENARIOS`` whose target is a model).
+        measure: ``measure(scenario, fix) -> {column: value}`` fills the table (default
+            ``fix_summary``); a notebook can pass the measuring function it built, so the widget shows its columns.
+        task: something to do, shown on top with a "solved" sign once done.
+
+    Returns:
+        The comparison, an ``ipywidgets.VBox`` holding one table row per fix.
+
+    Raises:
+        TypeError: ``scenario`` is not a ``Scenario``.
+
+    Example:
+        >>> comparison = gl.fix_comparison(gl.SCENARIOS["model_cache"])
+        >>> "store out.detach() in forward" in comparison.table.value
+        True
     """
     return FixComparisonExplorer(scenario, measure, task)

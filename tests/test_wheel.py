@@ -68,6 +68,14 @@ def lab_layer(tmp_path_factory, wheel, torch_only) -> Path:
     return cached_layer("lab", f"{torch_requirement()}\n{extras}\n{constraints.read_text()}", [torch_only], populate)
 
 
+@pytest.fixture(scope="module")
+def core_venv(tmp_path_factory, wheel, torch_only) -> Path:
+    """A fresh venv with torch only, then ``pip install`` of the wheel."""
+    venv = make_venv(tmp_path_factory.mktemp("core") / "venv", [torch_only])
+    pip_install(venv, str(wheel))
+    return venv
+
+
 def run_in(venv: Path, code: str) -> dict:
     """Run ``code`` with the venv's Python, outside the repository (so only the installed package is
     importable), and return the JSON it prints last."""
@@ -86,9 +94,8 @@ def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed(dist, wheel):
         assert f"graphleaf_edu-{version}/graphleaf_edu/py.typed" in archive.getnames()
 
 
-def test_core_in_a_venv_with_only_torch(tmp_path, wheel, torch_only):
-    venv = make_venv(tmp_path / "venv", [torch_only])
-    pip_install(venv, str(wheel))
+def test_core_in_a_venv_with_only_torch(core_venv):
+    venv = core_venv
     result = run_in(venv, f"""
         import importlib.util, json, sys, warnings
         warnings.simplefilter("ignore")  # torch warns that NumPy is missing; it is not needed here
@@ -103,6 +110,12 @@ def test_core_in_a_venv_with_only_torch(tmp_path, wheel, torch_only):
         findings = gl.find_nonleaf(model)
         gl.explain(model)
         copied = gl.safe_deepcopy(model, warn=False)
+        try:
+            with gl.explain_errors():
+                copy.deepcopy(model)
+            notes = []
+        except RuntimeError as error:
+            notes = error.__notes__
         missing_extras = {{}}
         for name in ("draw", "scenario_explorer"):
             try:
@@ -118,6 +131,7 @@ def test_core_in_a_venv_with_only_torch(tmp_path, wheel, torch_only):
             "paths": [f.path for f in findings],
             "copy_detached": copied.cache.grad_fn is None and model.cache.grad_fn is not None,
             "describe": gl.describe(model.cache).deepcopy_ok,
+            "notes": notes,
             "missing_extras": missing_extras,
         }}))
     """)
@@ -128,6 +142,7 @@ def test_core_in_a_venv_with_only_torch(tmp_path, wheel, torch_only):
     assert result["py_typed"]
     assert result["paths"] == [".cache"]
     assert result["copy_detached"] and result["describe"] is False
+    assert any(note.startswith("graphleaf_edu: root.cache: cached activation") for note in result["notes"])
     assert "pip install 'graphleaf-edu[graphs]'" in result["missing_extras"]["draw"]
     assert "pip install 'graphleaf-edu[lab]'" in result["missing_extras"]["scenario_explorer"]
 
@@ -150,3 +165,27 @@ def test_lab_extra_brings_the_widgets_and_graphs(tmp_path, wheel, torch_only, la
     assert result["graph"].startswith("AutogradGraph(")
     assert result["svg"]
     assert result["widget"]
+
+
+SCRIPT = f"""
+import atexit, copy, sys
+import torch
+
+# What a training script does by mistake: keep an activation on the module, then copy the module.
+atexit.register(lambda: print("loaded:", sorted({{m.partition(".")[0] for m in sys.modules}} & {set(NOTEBOOK_MACHINERY)!r})))
+model = torch.nn.Linear(2, 2)
+model.cache = model(torch.ones(1, 2))
+copy.deepcopy(model)
+"""
+
+
+def test_python_m_graphleaf_edu_names_the_culprit_of_a_script(tmp_path, core_venv):
+    venv = core_venv
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    completed = subprocess.run([str(python(venv)), "-W", "ignore", "-m", "graphleaf_edu", str(script)],
+                               capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300)
+    assert completed.returncode == 1, completed.stderr
+    assert "Only Tensors created explicitly by the user (graph leaves)" in completed.stderr
+    assert "graphleaf_edu: root.cache: cached activation in a module attribute" in completed.stderr, completed.stderr
+    assert completed.stdout.splitlines()[-1] == "loaded: []"

@@ -43,7 +43,24 @@ class ExpectedError:
 
 @dataclass(frozen=True)
 class Fix:
-    """One way out: ``copy`` makes the copy; ``setup``, if given, replaces the scenario's setup."""
+    """One way out of a scenario: ``copy`` makes the copy; ``setup``, if given, replaces the scenario's setup.
+
+    Attributes:
+        key: its name within the scenario (``"none"`` is the plain ``copy.deepcopy``).
+        title: what it does, in a few words; cost: what it costs or changes.
+        copy: the function that makes the copy (its source is what lessons show: ``copy_code``).
+        setup: a different setup (the class rewritten with the fix), or ``None``.
+        mutates_original: the fix changes the original object (a cost worth knowing).
+
+    Example:
+        >>> fix = gl.SCENARIOS["intermediate_tensor"].fix("detach_clone")
+        >>> fix.title
+        'detach().clone()'
+        >>> print(fix.copy_code)
+        def detach_clone_y(y):
+            return y.detach().clone()
+        <BLANKLINE>
+    """
 
     key: str
     title: str
@@ -60,7 +77,24 @@ class Fix:
 
 @dataclass(frozen=True, eq=False)
 class Outcome:
-    """What running one fix of one scenario did. ``error_line`` is ``"Type: first line"``, deterministic."""
+    """What running one fix of one scenario did, as ``Scenario.run`` returns it.
+
+    Attributes:
+        scenario: the scenario's key; fix: the fix's key.
+        ok: the copy was made.
+        error: the scenario's error when the copy failed, else ``None``.
+        error_line: ``"Type: first line"`` of that error (deterministic), else ``None``.
+        copied: the copy (``None`` when it failed); original: what was copied.
+        namespace: what the setup and the copy bound; code: the code that ran.
+        warnings: the warnings raised, one line each.
+
+    Example:
+        >>> outcome = gl.SCENARIOS["model_cache"].run("none")
+        >>> outcome.ok, outcome.error_line
+        (False, 'RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy ...')
+        >>> gl.SCENARIOS["model_cache"].run("safe_deepcopy").ok
+        True
+    """
 
     scenario: str
     fix: str
@@ -79,7 +113,25 @@ class Scenario:
     """A failure: ``setup()`` builds ``target``; copying it without a fix raises ``error``.
 
     ``culprit`` is the path, as ``find_nonleaf`` writes it, of the non-leaf tensor inside ``target``
-    that causes the error ("" when ``target`` is that tensor).
+    that causes the error ("" when ``target`` is that tensor). The code is real Python (functions in
+    ``graphleaf_edu.scenarios.catalog``); ``code(fix)`` is its source, exactly what ``run(fix)`` runs.
+
+    Attributes:
+        key: its name in ``SCENARIOS``; title and summary: what happens, in words.
+        setup: builds the objects; target: the name of the one being copied.
+        culprit: where the non-leaf tensor is inside the target.
+        error: the exception expected without a fix (its type and part of its message).
+        fixes: every ``Fix``, the first being ``"none"`` (plain ``copy.deepcopy``).
+        source: where the scenario comes from.
+
+    Example:
+        >>> scenario = gl.SCENARIOS["intermediate_tensor"]
+        >>> scenario.fix_keys()
+        ['none', 'detach_clone', 'detach', 'safe_deepcopy']
+        >>> scenario.run().error_line
+        'RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy ...'
+        >>> scenario.run("detach_clone").ok
+        True
     """
 
     key: str

@@ -22,3 +22,15 @@ SCENARIOS: dict[str, Scenario] = {
         old_weight_norm, old_spectral_norm, pruning, forward_hook, ema_copy, nonleaf_grad, mp_queue,
     )
 }
+"""Every failure the lessons show, by key: each a ``Scenario`` with its code, its error and its fixes.
+
+The four of the seed article first (an intermediate tensor, a model's output, a dataset's
+``__getitem__``, a model's cache), then causes met in real projects (old ``weight_norm`` and
+``spectral_norm``, pruning, a forward hook, an EMA copy, a non-leaf ``.grad``, a multiprocessing queue).
+
+Example:
+    >>> list(gl.SCENARIOS)[:4]
+    ['intermediate_tensor', 'model_output', 'dataset_getitem', 'model_cache']
+    >>> gl.SCENARIOS["model_cache"].culprit
+    '.cache'
+"""
