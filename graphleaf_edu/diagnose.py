@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +145,8 @@ class Findings(list[Finding]):
         Nothing to fix: no non-leaf tensor is reachable from this dict, so copy.deepcopy(root) will not raise the graph-leaves error.
     """
 
-    def __init__(self, findings=(), subject: str = "object", opaque: tuple[OpaqueObject, ...] = ()):
+    def __init__(self, findings: Iterable[Finding] = (), subject: str = "object",
+                 opaque: Iterable[OpaqueObject] = ()):
         super().__init__(findings)
         self.subject = subject
         self.opaque = tuple(opaque)
@@ -440,7 +442,8 @@ def _findings(root: Any, walked: dw.Walk) -> Findings:
     return Findings((_finding(nodes, i) for i in walked.nonleaf), subject=type(root).__name__, opaque=opaque)
 
 
-def _finding(nodes: list, index: int) -> Finding:
+def _finding(nodes: list[Any], index: int) -> Finding:
     tensor = nodes[index][0]
     cause = causes.diagnose(nodes, index)
-    return Finding(render_path(nodes, index), tensor, _grad_fn_name(tensor), cause.cause, cause.fix, cause.kind)
+    grad_fn = _grad_fn_name(tensor) or "None"  # culprits are non-leaf: they have a grad_fn
+    return Finding(render_path(nodes, index), tensor, grad_fn, cause.cause, cause.fix, cause.kind)

@@ -154,7 +154,8 @@ def explain_errors() -> Iterator[None]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext graphleaf_edu``: graph errors raised by a cell end with the diagnosis notes."""
-    def show_with_notes(shell, etype, value, tb, tb_offset=None):
+    def show_with_notes(shell: Any, etype: type[BaseException], value: BaseException, tb: Any,
+                        tb_offset: int | None = None) -> None:
         add_notes(value)
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
 

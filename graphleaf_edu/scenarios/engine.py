@@ -144,7 +144,7 @@ class Scenario:
     fixes: tuple[Fix, ...]
     source: str
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         keys = self.fix_keys()
         if not keys or keys[0] != NONE or len(set(keys)) != len(keys):
             raise ValueError(f"scenario {self.key!r}: fixes need unique keys, the first being {NONE!r}; got {keys}")
