@@ -18,7 +18,7 @@ NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-tim
 NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab lab-setup test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
+.PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
@@ -82,6 +82,15 @@ classroom-bench: setup classroom-setup
 # The students' environment in /opt/graphleaf-classroom (student + hub locks) and the npm proxy.
 classroom-setup: $(STAMP)
 	@$(PY) -m classroom setup
+
+# The lessons as a static HTML book from their stored outputs (nothing runs): build/site/index.html.
+site: setup
+	$(PY) tools/build_site.py build/site
+
+# Binder's build rehearsed here: a fresh venv from binder/ as repo2docker builds it, then the Binder link
+# opened in Chromium (tools/binder_check.py; a few minutes).
+binder-check: setup
+	$(PY) tools/binder_check.py $(BINDER_CHECK_ARGS)
 
 # The suite on a CUDA machine that has torch but no network (docs/gpu-run.md): `make gpu-wheels` where
 # packages can be downloaded, carry wheels/ to the GPU machine, run `make test-gpu` there.

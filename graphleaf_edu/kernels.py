@@ -1,6 +1,7 @@
 """The two Jupyter kernels the suite is tested on: one that cannot see a GPU, one that can.
 
     python -m graphleaf_edu.kernels install     # into the running environment (idempotent)
+    python -m graphleaf_edu.kernels install --cpu-only   # where no GPU can ever be (Binder)
     python -m graphleaf_edu.kernels list
 
 Notebooks themselves store the standard ``python3`` kernelspec; these kernels exist so that
@@ -28,8 +29,8 @@ GPU_KERNEL = KernelSpec("graphleaf-gpu", "Python 3 (graphleaf, GPU)")
 KERNELS = (CPU_KERNEL, GPU_KERNEL)
 
 
-def install(prefix: str = sys.prefix) -> list[str]:
-    """Install (or overwrite) both kernelspecs under ``prefix``; return the folders written."""
+def install(prefix: str = sys.prefix, kernels: tuple[KernelSpec, ...] = KERNELS) -> list[str]:
+    """Install (or overwrite) the kernelspecs (both by default) under ``prefix``; return the folders written."""
     return [
         install_ipykernel_spec(
             kernel_name=spec.name,
@@ -37,7 +38,7 @@ def install(prefix: str = sys.prefix) -> list[str]:
             prefix=prefix,
             env=dict(spec.env) or None,
         )
-        for spec in KERNELS
+        for spec in kernels
     ]
 
 
@@ -50,9 +51,10 @@ def installed() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m graphleaf_edu.kernels", description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["install", "list"])
+    parser.add_argument("--cpu-only", action="store_true", help="install only the CPU kernel")
     args = parser.parse_args(argv)
     if args.command == "install":
-        for folder in install():
+        for folder in install(kernels=(CPU_KERNEL,) if args.cpu_only else KERNELS):
             print(f"installed {folder}")
         return 0
     found = installed()

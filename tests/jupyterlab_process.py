@@ -36,16 +36,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_lab(root: Path, scratch: Path, settings: dict | None = None) -> Iterator[str]:
+def running_lab(root: Path, scratch: Path, settings: dict | None = None, python: str = sys.executable,
+                port: int | None = None) -> Iterator[str]:
     """Serve ``root`` on 127.0.0.1 without a token; ``scratch`` holds settings, runtime files and the log.
 
-    ``settings`` (plugin id -> values) are added to ``LAB_SETTINGS``.
+    ``settings`` (settings file -> values) are added to ``LAB_SETTINGS``; ``python`` is the environment
+    whose JupyterLab runs (this one by default); ``port`` is a free one unless given.
     """
-    port = free_port()
+    port = port or free_port()
     runtime = scratch / "runtime"
     env = _environment(scratch, runtime, {**LAB_SETTINGS, **(settings or {})})
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
+        python, "-m", "jupyter", "lab", "--no-browser", "--allow-root", f"--port={port}",
         "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1", "--ServerApp.token=",
         "--ServerApp.password=", "--LabApp.expose_app_in_browser=True", f"--ServerApp.root_dir={root}",
     ]

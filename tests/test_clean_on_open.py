@@ -2,7 +2,7 @@
 
 JupyterLab copies the kernel's ``language_info`` into the notebook when the kernel connects; where the
 kernel's Python is not the release that stored the outputs, the notebook turns dirty and autosave
-rewrites it. The suite's environments enable ``graphleaf_edu.save_hook``, which keeps the stored
+rewrites it. The suite's environments enable ``graphleaf_edu_jupyter``, which keeps the stored
 ``language_info`` on save. Here every tracked notebook is opened in a real JupyterLab in Chromium,
 with autosave every second, from a copy whose stored Python version differs from the kernel's (as
 on Binder, a hub or another laptop): the kernel connects, autosave fires, the notebook is closed,
@@ -130,7 +130,7 @@ def test_opening_and_closing_every_notebook_leaves_its_file_unchanged(tmp_path, 
         finally:
             context.close()
     log = (tmp_path / "jupyterlab.log").read_text()
-    assert "graphleaf_edu.save_hook | extension was successfully loaded" in log, log[-3000:]
+    assert "graphleaf_edu_jupyter | extension was successfully loaded" in log, log[-3000:]
 
     # The rewrite really happened: JupyterLab marked every notebook modified (and autosave saved it).
     assert [s["path"] for s in seen] == paths

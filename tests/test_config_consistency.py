@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,23 +39,19 @@ def lock_pins(lock="student"):
     return pins
 
 
-def conda_environment(path):
-    dependencies = yaml.safe_load(path.read_text())["dependencies"]
+def conda_environment():
+    """environment.yml as {conda name: spec} and {pip name: spec}."""
+    dependencies = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
     conda, pip = {}, {}
     for entry in dependencies:
         if isinstance(entry, dict):
             for line in entry["pip"]:
-                if "==" in line:
-                    name, version = line.split("==")
-                    pip[name] = version
+                requirement = Requirement(line)
+                pip[canonicalize_name(requirement.name)] = str(requirement.specifier)
         else:
-            name, _, version = entry.partition("=")
-            conda[name] = version
+            name, spec = re.fullmatch(r"([a-z0-9_.-]+)\s*(.*)", entry.split("#")[0].strip()).groups()
+            conda[name] = spec
     return conda, pip
-
-
-def environment_files():
-    return [ROOT / "environment.yml", ROOT / "binder" / "environment.yml"]
 
 
 def assert_locked(requirements, lock):
@@ -106,30 +103,51 @@ def test_make_lab_uses_the_student_venv_and_make_test_the_maintainer_venv():
     assert re.search(r"tools/ensure_graphviz\.sh$", test, re.MULTILINE), "make test must require dot"
 
 
-def test_conda_environments_match_the_student_lock():
+def test_conda_environment_names_every_lesson_package_in_ranges_that_admit_the_locked_versions():
     pins = lock_pins("student")
-    for path in environment_files():
-        conda, pip = conda_environment(path)
-        assert "graphviz" in conda, f"{path}: the Graphviz program (conda 'graphviz') is missing"
-        for requirement in runtime_requirements():
-            name = requirement.name
-            version = pip.get(name) or conda.get(CONDA_NAME.get(name, name))
-            assert version is not None, f"{path.name} does not name {name}"
-            assert version == pins[name], f"{path}: {name} {version} but the lock has {pins[name]}"
+    conda, pip = conda_environment()
+    assert "graphviz" in conda, "the Graphviz program (conda 'graphviz') is missing"
+    assert "setuptools" not in conda, "conda-forge's pytorch constrains setuptools; a pin here breaks the solve"
+    assert conda["python"] == "=3.11"
+    for requirement in runtime_requirements():
+        name = canonicalize_name(requirement.name)
+        if requirement.marker and not requirement.marker.evaluate():
+            continue
+        spec = pip.get(name) if name in pip else conda.get(CONDA_NAME.get(name, name))
+        assert spec is not None, f"environment.yml does not name {name}"
+        assert pins[name] in SpecifierSet(spec), (name, spec)
+        if name not in pip:
+            assert not spec.startswith("="), f"{name}: an exact conda pin ({spec}) may not be built; use a range"
 
 
-def test_binder_and_root_environment_agree():
-    root_conda, root_pip = conda_environment(ROOT / "environment.yml")
-    binder_conda, binder_pip = conda_environment(ROOT / "binder" / "environment.yml")
-    assert root_conda == binder_conda
-    assert root_pip == binder_pip
+def binder_pins():
+    lines = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    return lines, {canonicalize_name(n): v for n, v in (line.split("==") for line in lines if "==" in line)}
 
 
-def test_binder_post_build_installs_package_and_kernels_and_stops_on_error():
+def test_binder_installs_the_student_lock_with_cpu_torch_and_nothing_wins_over_it():
+    lines, pins = binder_pins()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert not any(line.startswith(("--index-url", "-i ")) for line in lines), "PyTorch's index has no jupyterlab"
+    student = lock_pins("student")
+    assert pins.pop("torch") == student.pop("torch") + "+cpu"
+    notebook = pins.pop("notebook")
+    assert pins == student
+    assert notebook == lock_pins("maintainer")["notebook"]
+    binder = ROOT / "binder"
+    for winner in ("environment.yml", "Dockerfile", "Pipfile", "setup.py", "pyproject.toml"):
+        assert not (binder / winner).exists(), f"binder/{winner} would replace requirements.txt"
+    assert (binder / "runtime.txt").read_text().strip() == "python-3.11"
+    assert "graphviz" in (binder / "apt.txt").read_text().split()
+
+
+def test_binder_post_build_installs_the_package_the_cpu_kernel_and_stops_on_error():
     script = (ROOT / "binder" / "postBuild").read_text()
-    assert re.search(r"^set -e", script, re.MULTILINE)
-    assert "pip install" in script and "-e ." in script
-    assert "graphleaf_edu.kernels install" in script
+    assert script.startswith("#!") and re.search(r"^set -euo pipefail", script, re.MULTILINE)
+    assert "pip install --no-deps --no-build-isolation -e ." in script
+    assert "graphleaf_edu.kernels install --cpu-only" in script
+    assert "graphleaf_edu_jupyter enable" in script
+    assert "cull_idle_timeout=900" in script
 
 
 def test_ci_and_readme_use_the_same_test_command():
@@ -138,3 +156,42 @@ def test_ci_and_readme_use_the_same_test_command():
     assert "make test" in readme and "make lab" in readme
     workflow = (ROOT / ".github" / "workflows" / "test.yml").read_text()
     assert ".ci/run" in workflow
+
+
+def repository_address():
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+
+
+# Links that name this suite's repository: Binder, Colab, nbgitpuller, GitHub links to a graphleaf repo, Pages.
+SUITE_LINKS = [
+    re.compile(r"mybinder\.org/v2/gh/([\w.-]+/[\w.-]+)/"),
+    re.compile(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/"),
+    re.compile(r"repo=https%3A%2F%2Fgithub\.com%2F([\w.-]+%2F[\w.-]+?)(?:&|$)"),
+    re.compile(r"github\.com/([\w.-]+/[\w.-]*graphleaf[\w.-]*)"),
+    re.compile(r"([\w-]+)\.github\.io/([\w.-]+)"),
+]
+
+
+def test_every_badge_and_link_uses_the_one_repository_address():
+    address = repository_address()
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", address)
+    owner_and_name = address.removeprefix("https://github.com/")
+    tracked = subprocess.run(["git", "ls-files", "*.md", "*.ipynb", "*.cff", "*.yml", "*.py", "*.toml"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.split()
+    found = 0
+    for name in tracked:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for pattern in SUITE_LINKS:
+            for match in pattern.finditer(text):
+                found += 1
+                assert "/".join(match.groups()).replace("%2F", "/") == owner_and_name, f"{name}: {match.group(0)}"
+    assert found >= 3
+    assert f'repository-code: "{address}"' in (ROOT / "CITATION.cff").read_text()
+
+
+def test_changelog_and_citation_carry_the_package_version():
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert f'version: "{version}"' in (ROOT / "CITATION.cff").read_text()
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)
+    assert releases and releases[0] == version, "CHANGELOG.md's newest entry must be the version in pyproject.toml"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")

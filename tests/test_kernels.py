@@ -43,3 +43,8 @@ def test_cpu_kernel_cannot_see_cuda():
     NotebookClient(probe, kernel_name="graphleaf-cpu", timeout=120).execute()
     assert probe.cells[0].outputs[0]["text"].strip() == "'' False"
     nbformat.validate(probe)
+
+
+def test_install_can_leave_the_gpu_kernel_out(tmp_path):
+    kernels.install(prefix=str(tmp_path), kernels=(kernels.CPU_KERNEL,))
+    assert set(_specs_under(tmp_path)) == {"graphleaf-cpu"}

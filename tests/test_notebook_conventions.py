@@ -70,7 +70,7 @@ def test_stored_kernel_is_the_standard_python3(path):
 
 
 def test_every_notebook_stores_the_python_release_of_its_outputs():
-    # JupyterLab rewrites a notebook whose stored version is missing; graphleaf_edu.save_hook keeps
+    # JupyterLab rewrites a notebook whose stored version is missing; graphleaf_edu_jupyter keeps
     # a stored one (test_clean_on_open.py). `make notebooks` stores it; tools/stamp_notebooks.py adds it.
     tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True)
     missing = [path for path in tracked.stdout.split()

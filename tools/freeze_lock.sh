@@ -32,3 +32,4 @@ lock() {
 lock "$work/student" "$student_extras" requirements/student.txt
 # The maintainer set may add packages but never move one of the student set.
 lock "$work/maintainer" "$maintainer_extras" requirements/maintainer.txt -c requirements/student.txt
+tools/binder_requirements.sh

@@ -38,6 +38,6 @@ fi
 rm -f "$stamp"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$lock"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-# Opening a lesson in this venv's JupyterLab must not rewrite it (graphleaf_edu/save_hook.py).
-"$venv/bin/python" -m graphleaf_edu.save_hook enable >/dev/null
+# Opening a lesson in this venv's JupyterLab must not rewrite it (graphleaf_edu_jupyter/__init__.py).
+"$venv/bin/python" -m graphleaf_edu_jupyter enable >/dev/null
 touch "$stamp"

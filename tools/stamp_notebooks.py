@@ -2,7 +2,10 @@
 
 - ``metadata.language_info.version``: where missing, the Python release that runs this script (the one
   `make notebooks` executes the outputs with). JupyterLab compares it with its kernel's, and
-  graphleaf_edu.save_hook keeps the stored one on save, so opening a notebook never rewrites it.
+  graphleaf_edu_jupyter keeps the stored one on save, so opening a notebook never rewrites it.
+- the shared setup cell (the first code cell) installs the package and Graphviz where they are missing
+  (Colab), so one notebook runs locally, on Binder and on Colab;
+- every lesson's header ends with an "Open in Colab" badge for that lesson.
 
     .venv/bin/python tools/stamp_notebooks.py            # every notebook git tracks
     .venv/bin/python tools/stamp_notebooks.py PATH...    # only these
@@ -12,20 +15,54 @@ A notebook is rewritten only if an edit changed it, in nbformat's own layout.
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
+REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+INSTALL_WHERE_MISSING = f"""try:
+    import graphleaf_edu as gl
+except ModuleNotFoundError:  # e.g. on Colab: install the package and Graphviz's dot (once, about a minute)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "torchviz==0.0.3",
+                    "graphleaf-edu @ git+{REPOSITORY}"], check=True)
+    if shutil.which("dot") is None:
+        subprocess.run(["apt-get", "install", "--yes", "--quiet", "graphviz"], check=True)
+    import graphleaf_edu as gl
+"""
 
 
-def stamp_language_version(notebook: nbformat.NotebookNode) -> None:
+def stamp_language_version(notebook: nbformat.NotebookNode, path: Path) -> None:
     notebook.metadata.setdefault("language_info", {}).setdefault("version", platform.python_version())
 
 
-EDITS = (stamp_language_version,)
+def install_where_missing(notebook: nbformat.NotebookNode, path: Path) -> None:
+    setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    if "except ModuleNotFoundError" in setup.source or "\nimport graphleaf_edu as gl\n" not in setup.source:
+        return
+    source = setup.source.replace("import copy\n\n", "import copy\nimport shutil\nimport subprocess\nimport sys\n\n", 1)
+    setup.source = source.replace("\nimport graphleaf_edu as gl\n", "\n" + INSTALL_WHERE_MISSING, 1)
+
+
+def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
+    if not re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name) or path.parent != ROOT / "notebooks":
+        return
+    header = notebook.cells[0]
+    owner_and_name = REPOSITORY.removeprefix("https://github.com/")
+    badge = (f"[![Open In Colab]({COLAB_BADGE})](https://colab.research.google.com/github/{owner_and_name}"
+             f"/blob/main/notebooks/{path.name})")
+    kept = [line for line in header.source.rstrip("\n").split("\n") if COLAB_BADGE not in line]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    header.source = "\n".join([*kept, "", badge])
+
+
+EDITS = (stamp_language_version, install_where_missing, colab_badge)
 
 
 def tracked_notebooks() -> list[Path]:
@@ -38,7 +75,7 @@ def stamp(path: Path) -> bool:
     before = path.read_text(encoding="utf-8")
     notebook = nbformat.reads(before, as_version=4)
     for edit in EDITS:
-        edit(notebook)
+        edit(notebook, path)
     after = nbformat.writes(notebook) + "\n"
     if after != before:
         path.write_text(after, encoding="utf-8")

@@ -1,4 +1,6 @@
-"""A Jupyter server extension that keeps opening a lesson from modifying its file.
+"""graphleaf-edu's Jupyter server extension: opening a lesson never modifies its file.
+
+(A package of its own, beside graphleaf_edu, so that the Jupyter server never imports torch.)
 
 When a kernel connects, JupyterLab copies the kernel's ``language_info`` into the notebook's
 metadata. Where the kernel's Python is not the exact release that stored the outputs (Binder, a hub,
@@ -9,7 +11,7 @@ notebook was last opened.
 
 The suite's environments enable it (``make lab``, ``make test``, Binder's ``postBuild``)::
 
-    python -m graphleaf_edu.save_hook enable    # for the JupyterLab of the running environment
+    python -m graphleaf_edu_jupyter enable    # for the JupyterLab of the running environment
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXTENSION = "graphleaf_edu.save_hook"
+EXTENSION = "graphleaf_edu_jupyter"
 
 
 def keep_stored_language_info(model: dict[str, Any], path: str, contents_manager: Any, **_: Any) -> None:
@@ -69,7 +71,3 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)
     print(f"enabled {EXTENSION} in {enable()}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

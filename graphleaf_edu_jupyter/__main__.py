@@ -1,0 +1,5 @@
+import sys
+
+from graphleaf_edu_jupyter import main
+
+sys.exit(main())

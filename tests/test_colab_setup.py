@@ -1,0 +1,61 @@
+"""The shared setup cell installs what is missing (Colab) and nothing where the suite is installed.
+
+The cell's own source runs here twice: as it is (graphleaf_edu importable: no command runs), and with
+graphleaf_edu made unimportable and without `dot` on PATH (as on a fresh Colab runtime), where
+``subprocess.run`` is replaced by a recorder so nothing is installed for real.
+"""
+import importlib
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from notebook_files import ROOT, code_cells, lessons, read
+
+REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+SETUP = code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[0].source
+
+
+def run_setup_cell(monkeypatch, *, installed: bool, dot: bool) -> list[list[str]]:
+    commands, package = [], importlib.import_module("graphleaf_edu")
+
+    def record(command, check):
+        assert check is True
+        commands.append(command)
+        monkeypatch.setitem(sys.modules, "graphleaf_edu", package)  # "installed": the second import finds it
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", record)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/dot" if dot else None)
+    if not installed:
+        monkeypatch.setitem(sys.modules, "graphleaf_edu", None)  # import graphleaf_edu -> ModuleNotFoundError
+    namespace = {}
+    exec(compile(SETUP.replace("DEVICE = gl.setup_notebook(seed=0)", ""), "setup cell", "exec"), namespace)  # noqa: S102 (the notebook's own cell)
+    assert namespace["gl"].__name__ == "graphleaf_edu"
+    return commands
+
+
+def test_where_the_suite_is_installed_the_setup_cell_installs_nothing(monkeypatch):
+    assert run_setup_cell(monkeypatch, installed=True, dot=False) == []
+
+
+def test_where_the_package_is_missing_it_is_installed_from_the_repository_without_touching_torch(monkeypatch):
+    pip, *rest = run_setup_cell(monkeypatch, installed=False, dot=True)
+    assert rest == []
+    assert pip[:6] == [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+    assert f"graphleaf-edu @ git+{REPOSITORY}" in pip and "torchviz==0.0.3" in pip
+    assert not any(re.match(r"torch\b(?!viz)", argument) for argument in pip[6:])
+
+
+def test_where_dot_is_missing_too_graphviz_is_installed_with_apt(monkeypatch):
+    _, apt = run_setup_cell(monkeypatch, installed=False, dot=False)
+    assert apt == ["apt-get", "install", "--yes", "--quiet", "graphviz"]
+
+
+@pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
+def test_every_lesson_opens_in_colab_from_its_own_header(path):
+    owner_and_name = REPOSITORY.removeprefix("https://github.com/")
+    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/main/notebooks/{path.name})"
+    assert badge in read(path).cells[0].source
