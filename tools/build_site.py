@@ -22,6 +22,9 @@ from nbconvert import HTMLExporter
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# The lessons' "Open in Colab" badge: the navigation bar of every page links to Colab (and Binder) already.
+COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\(https://colab\.research\.google\.com/assets/colab-badge\.svg\)\]\(.*\)\n?",
+                         re.MULTILINE)
 LICENSE_NOTE = ('Lessons © The graphleaf-edu authors, <a href="{repository}/blob/main/LICENSE-LESSONS.md">CC BY 4.0'
                 '</a>; code MIT.')
 STYLE = """
@@ -51,13 +54,15 @@ def title(notebook: nbformat.NotebookNode) -> str:
 
 
 def for_reading(notebook: nbformat.NotebookNode, page_of: dict[str, str], base: str) -> nbformat.NotebookNode:
-    """The notebook as the book shows it: widgets as their text, links to pages or to the repository."""
+    """The notebook as the book shows it: widgets as their text, links to pages or to the repository,
+    no Colab badge."""
     notebook.metadata.pop("widgets", None)
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             if WIDGET_VIEW in output.get("data", {}):
                 del output.data[WIDGET_VIEW]
         if cell.cell_type == "markdown":
+            cell.source = COLAB_BADGE.sub("", cell.source).rstrip("\n")
             cell.source = re.sub(r"\]\(([^)\s]+)\)", lambda m: f"]({link(m.group(1), page_of, base)})", cell.source)
     return notebook
 
