@@ -27,7 +27,7 @@ SYSTEM_PYTHON = "/usr/bin/python3.11"
 STUDENT_LOCK = ROOT / "requirements" / "student.txt"
 HUB_LOCK = ROOT / "requirements" / "hub.txt"
 PACKAGE_SOURCES = ("pyproject.toml", "graphleaf_edu")
-SAVE_HOOK_CONFIG = "etc/jupyter/jupyter_server_config.d/graphleaf_edu.save_hook.json"
+SAVE_HOOK_CONFIG = "etc/jupyter/jupyter_server_config.d/graphleaf_edu_jupyter.json"
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -120,7 +120,7 @@ def _build(environment: Path) -> None:
         package_stamp.write_text(digest)
     if not (environment / SAVE_HOOK_CONFIG).exists():
         # Opening a lesson must not rewrite it, or nbgitpuller sees an edit the student never made.
-        subprocess.run([str(python), "-m", "graphleaf_edu.save_hook", "enable"], check=True, capture_output=True)
+        subprocess.run([str(python), "-m", "graphleaf_edu_jupyter", "enable"], check=True, capture_output=True)
 
 
 def _stamped(path: Path) -> str | None:

@@ -29,7 +29,7 @@ Package map (data flows down; only notebooks import ``widgets``; README's contri
     dataloading         real DataLoader runs; tables: text and HTML tables
     views/, widgets     pure views (Task, clear_caches), then thin ipywidgets explorers
     exercises/          feedback framework, one module per exercise, student_copies
-    gpu, gpu_probes     GPU lessons as GpuStep records; notebook, kernels, save_hook
+    gpu, gpu_probes     GPU lessons as GpuStep records; notebook, kernels
 """
 from __future__ import annotations
 

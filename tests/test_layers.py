@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
-    {"errors", "tables", "notebook", "kernels", "save_hook"},
+    {"errors", "tables", "notebook", "kernels"},
     {"deepcopy_walk", "paths", "causes", "diagnose"},
     {"copying", "graph_picture", "on_error"},
     {"graphs", "dataloading"},
