@@ -55,7 +55,7 @@ kernels: $(STAMP)
 	@$(PY) -m graphleaf_edu.kernels install >/dev/null
 
 notebooks: setup
-	$(PY) tools/execute_notebooks.py notebooks
+	$(PY) tools/execute_notebooks.py notebooks instructor
 	$(PY) tools/readme_picture.py
 
 # Student copies of the exercises (solutions stubbed, hidden tests and outputs removed: nbgrader's rules)

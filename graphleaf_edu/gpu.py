@@ -63,7 +63,8 @@ __all__ = [
     "tensor_facts",
 ]
 
-NEEDS_GPU = "needs a CUDA GPU: skipped here (run `make test-gpu` on a GPU machine). Expected on a GPU:"
+NEEDS_GPU = ("needs a CUDA GPU: skipped here (run `make test-gpu` on a GPU machine). "
+             "Expected on a GPU, unverified until a GPU run records it:")
 AS_EXPECTED = "ran on a CUDA GPU: every check as expected. Observed on a GPU:"
 DEEPCOPY_ERROR = f"RuntimeError: {GRAPH_LEAVES_MESSAGE}"
 COWARDLY_ERROR = f"RuntimeError: {COWARDLY_MESSAGE}"
@@ -71,7 +72,8 @@ BAD_FORK_ERROR = (
     "RuntimeError: Caught RuntimeError in DataLoader worker process 0. <- RuntimeError: Cannot re-initialize "
     "CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method"
 )
-PIN_CUDA_ERROR = "RuntimeError: cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned"
+# The C++ check names the tensor's legacy type, Backend + Scalar + "Type": a meta tensor says 'MetaFloatType'.
+PIN_CUDA_ERROR = "RuntimeError: cannot pin 'CUDAFloatType' only dense CPU tensors can be pinned"
 
 
 class GpuFactChanged(AssertionError):

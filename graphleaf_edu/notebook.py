@@ -1,11 +1,14 @@
-"""The setup every notebook shares: a seed, one ``DEVICE``, and a line saying what it runs on."""
+"""The setup every notebook shares: a seed, one ``DEVICE``, short tracebacks, and a line saying what it runs on."""
 from __future__ import annotations
 
 import random
 import shutil
 import warnings
+from typing import Any
 
 import torch
+
+from graphleaf_edu.tracebacks import use_short_tracebacks
 
 VERIFIED_TORCH = "2.13"
 """The torch release (major.minor) the notebooks' stored outputs were checked with.
@@ -24,15 +27,18 @@ def torch_minor_version(version: str = torch.__version__) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def setup_notebook(seed: int = 0) -> torch.device:
+def setup_notebook(seed: int = 0, short_tracebacks: bool = True) -> torch.device:
     """The setup every notebook shares: seed the generators, print one status line, pick the device.
 
     Seeds Python's ``random`` and torch, then prints the torch release, and whether Graphviz's
     ``dot`` was found (without it, graphs show as text). Warns when torch is not the release the
-    notebooks were verified with (``VERIFIED_TORCH``).
+    notebooks were verified with (``VERIFIED_TORCH``). In IPython it also shows errors short
+    (``graphleaf_edu.tracebacks``): the type, the message, the notebook's own lines and the line
+    that raised; ``%xmode Context`` shows every frame again.
 
     Args:
         seed: the seed for ``random`` and ``torch.manual_seed``.
+        short_tracebacks: show short tracebacks in IPython (the exception itself is unchanged).
 
     Returns:
         ``torch.device("cuda")`` when a GPU is visible (the ``graphleaf-gpu`` kernel), else ``cpu``.
@@ -46,6 +52,9 @@ def setup_notebook(seed: int = 0) -> torch.device:
         >>> device.type in ("cpu", "cuda")
         True
     """
+    shell = _ipython()
+    if shell is not None and short_tracebacks:
+        use_short_tracebacks(shell)
     random.seed(seed)
     torch.manual_seed(seed)
     running = torch_minor_version()
@@ -58,3 +67,12 @@ def setup_notebook(seed: int = 0) -> torch.device:
     dot = "found" if shutil.which("dot") else "MISSING (graphs fall back to text)"
     print(f"torch {running} | graphleaf_edu ready | Graphviz dot {dot}")
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _ipython() -> Any:
+    """The running IPython shell, or None (plain Python, or IPython not installed)."""
+    try:
+        from IPython import get_ipython
+    except ModuleNotFoundError:
+        return None
+    return get_ipython()

@@ -94,10 +94,14 @@ def test_explorers_render_and_respond_in_jupyterlab(lab, page, name):
     open_and_run_all(page, f"{url}/lab/tree/{name}?reset")  # reset: no tab of the previous notebook
     try:
         assert_every_widget_renders(page)
+        if name in TASKS and name not in SOLVED_AFTER_THE_CHECKS:
+            solve_the_task(page, name)
         present = explorers_in(root / name)
         assert present, f"{name} shows no explorer"
         for explorer in present:
             CHECKS[explorer](page, page.locator(EXPLORERS[explorer]).first)
+        if name in SOLVED_AFTER_THE_CHECKS:
+            solve_the_task(page, name)
     finally:
         first = page.locator(", ".join(EXPLORERS.values())).first
         if first.count():
@@ -227,3 +231,95 @@ CHECKS = {
     "dataloader_lab": check_dataloader_lab,
     "fix_comparison": check_fix_comparison,
 }
+
+
+# --- predict before you see ---------------------------------------------------------------------------
+
+PREDICT_LESSON = "02_what_deepcopy_does.ipynb"
+
+
+def folded_answers(path: Path) -> list[tuple[str, str]]:
+    """(first line, a later line) of each stored output that the lesson keeps folded until its cell runs."""
+    answers = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("outputs_hidden"):
+            text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if len(lines) > 1:
+                answers.append((lines[0], lines[-1]))
+    return answers
+
+
+def test_a_predict_answer_stays_hidden_until_its_cell_runs(lab, page):
+    url, root = lab
+    answers = folded_answers(root / PREDICT_LESSON)
+    assert answers, f"{PREDICT_LESSON} folds no answer"
+    page.goto(f"{url}/lab/tree/{PREDICT_LESSON}?reset")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    try:
+        shown = page.locator(".jp-Notebook").inner_text()
+        for first, answer in answers:
+            assert first in shown, f"the neutral first line {first!r} is not on screen"
+            assert answer not in shown, f"an answer shows before its cell runs: {answer!r}"
+        # Run the first folded cell (and the cells it needs): its answer appears.
+        first, answer = answers[0]
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        index = next(i for i in range(cells.count()) if first in cells.nth(i).inner_text())
+        cells.nth(index).click()
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-above'); return true; }")
+        page.wait_for_function(KERNEL_IDLE, timeout=RUN_ALL_TIMEOUT_MS)
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); return true; }")
+        wait_for_text(cells.nth(index), answer)
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "predict-hidden.png"))
+        shut_down_kernels(page)
+
+
+# --- widgets with a task: each lesson's task is solved in the browser -------------------------------------
+
+def solve_with_fix(fix: str):
+    def solve(page, explorer) -> None:
+        explorer.get_by_role("button", name="deepcopy").click()
+        select = explorer.locator("select").nth(1)
+        label = next(o for o in select.locator("option").all_inner_texts() if o.startswith(f"{fix}:"))
+        select.select_option(label=label)
+    return solve
+
+
+def solve_spawn_with_deepcopy(page, explorer) -> None:
+    explorer.locator("select").first.select_option("spawn")
+    explorer.locator("label", has_text="detach at construction").locator("input").check()
+    explorer.get_by_role("button", name="run DataLoader").click()
+
+
+def solve_with_model(title: str):
+    def solve(page, explorer) -> None:
+        explorer.locator("select").first.select_option(label=title)
+    return solve
+
+
+TASKS = {
+    "03_scenario_intermediate_tensor.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
+    "04_scenario_model_output.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
+    "05_scenario_dataloader_workers.ipynb": (".graphleaf-dataloader-lab", solve_spawn_with_deepcopy),
+    "06_scenario_model_cache.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("custom_deepcopy")),
+    "07_fix_toolbox.ipynb": (".graphleaf-fix-comparison",
+                             solve_with_model("An EMA / SWA / teacher copy taken after training started")),
+}
+
+
+# The DataLoader lab's check waits for its first run's table, so the task's run comes after it.
+SOLVED_AFTER_THE_CHECKS = {"05_scenario_dataloader_workers.ipynb"}
+
+
+def solve_the_task(page, name: str) -> None:
+    """The lesson's explorer shows its task, not yet solved; the student's moves make it say solved."""
+    selector, solve = TASKS[name]
+    explorer = page.locator(selector).filter(has=page.locator(".graphleaf-task")).first
+    explorer.scroll_into_view_if_needed()
+    playwright.expect(explorer.locator(".graphleaf-task")).to_contain_text("task:", timeout=CLICK_TIMEOUT_MS)
+    assert explorer.locator(".graphleaf-solved").count() == 0, "solved before the student did anything"
+    solve(page, explorer)
+    playwright.expect(explorer.locator(".graphleaf-solved")).to_be_visible(timeout=60_000)

@@ -245,7 +245,7 @@ def test_culprit_model_is_the_same_every_time():
 
 
 @pytest.mark.parametrize("path", [".log['confidence']['ner']", "model.log['confidence']['ner']",
-                                  "root.log['confidence']['ner']"])
+                                  "root.log['confidence']['ner']", "log['confidence']['ner']"])
 def test_the_culprit_found_by_hand(path):
     feedback = exercises.check_culprit_by_hand(lambda: path)
     assert feedback.passed and "grad_fn=MeanBackward0" in feedback.summary
@@ -481,6 +481,20 @@ class CacheStub(exercises.CachingNetAsGiven):
 def test_detaching_what_is_cached_fixes_the_model():
     feedback = exercises.check_cache_fix(CacheDetached)
     assert feedback.passed, feedback.message
+    assert "requires grad" not in feedback.summary
+
+
+class CacheDetachedRequiringGrad(exercises.CachingNetAsGiven):
+    def forward(self, x):
+        h = torch.relu(self.hidden(x))
+        self.last_hidden = h.detach().requires_grad_()
+        return self.out(h)
+
+
+def test_a_cache_made_a_leaf_that_requires_grad_passes_with_a_word_on_the_trap():
+    feedback = exercises.check_cache_fix(CacheDetachedRequiringGrad)
+    assert feedback.passed, feedback.message
+    assert "your cache requires grad, so it is a new leaf" in feedback.summary
 
 
 @pytest.mark.parametrize("model_class, expected", [
@@ -564,7 +578,7 @@ def test_an_ema_outside_the_graph_passes(ema_class):
 @pytest.mark.parametrize("ema_class, expected", [
     (EMARecorded, "copy.deepcopy(ema) fails: ema.shadow['0.weight'] has grad_fn=AddBackward0"),
     (EMARecordedInPlace, "compute it where autograd records nothing"),
-    (EMASwapped, "yours does the opposite"),
+    (EMASwapped, "The check passes decay=0.8 (not your class's default)"),
     (EMAAliased, "shares memory with the parameter"),
     (EMAPullsTheModel, "ema.update(model) changed the model's 0.weight"),
 ])

@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
-    {"errors", "tables", "notebook", "kernels"},
+    {"errors", "tables", "tracebacks", "notebook", "kernels"},
     {"deepcopy_walk", "paths", "causes", "diagnose"},
     {"copying", "graph_picture", "on_error"},
     {"graphs", "dataloading"},

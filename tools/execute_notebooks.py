@@ -41,11 +41,15 @@ def _without(prefixes: list[str], line: str) -> str:
     return line
 
 
+STUDENT_COPIES = REPO_ROOT / "notebooks" / "exercises"  # stored without outputs: `make student` writes them
+
+
 def notebook_paths(targets: list[str]) -> list[Path]:
     paths: list[Path] = []
     for target in map(Path, targets):
         found = [target] if target.suffix == ".ipynb" else sorted(target.rglob("*.ipynb"))
-        paths += [p for p in found if ".ipynb_checkpoints" not in p.parts]
+        paths += [p for p in found if ".ipynb_checkpoints" not in p.parts
+                  and p.resolve().parent != STUDENT_COPIES]
     return paths
 
 
@@ -65,7 +69,7 @@ def execute(path: Path, kernel_name: str = "graphleaf-cpu") -> None:
 
 
 def main(targets: list[str]) -> int:
-    for path in notebook_paths(targets or ["notebooks"]):
+    for path in notebook_paths(targets or ["notebooks", "instructor"]):
         print(f"executing {path}", flush=True)
         execute(path)
     return 0

@@ -55,8 +55,13 @@ def check_cache_fix(model_class: type) -> str:
     _check_deepcopy(model, "after a forward pass")
     _check_training_step(model, reference, output, expected, target)
     _check_deepcopy(model, "after backward() and an optimizer step")
-    return ("deepcopy works after forward and after a training step; outputs, gradients, the step "
-            "and the cached values are exactly as before.")
+    summary = ("deepcopy works after forward and after a training step; outputs, gradients, the step "
+               "and the cached values are exactly as before.")
+    if model.last_hidden.requires_grad:
+        summary += (" One warning: your cache requires grad, so it is a new leaf. A loss computed from "
+                    "it would send gradients to the cache alone, never to the weights: there is no need "
+                    "for requires_grad_() on a tensor you keep for its values.")
+    return summary
 
 
 def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:

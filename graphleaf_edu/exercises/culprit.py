@@ -92,6 +92,8 @@ def _normalise_path(path: str) -> str:
     for prefix in ("root", "model"):
         if path.startswith(prefix) and path[len(prefix):len(prefix) + 1] in (".", "["):
             return path[len(prefix):]
+    if path[:1].isidentifier():  # "log['x']" means ".log['x']": an attribute of the model
+        return "." + path
     return path
 
 

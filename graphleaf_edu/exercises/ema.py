@@ -85,8 +85,9 @@ def _check_ema_values(shadow: dict, expected: dict, previous: dict, weights: dic
             continue
         swapped = (1 - EMA_DECAY) * previous[param_name] + EMA_DECAY * weights[param_name]
         if torch.allclose(shadow[param_name], swapped, atol=1e-6):
-            hint = (f"With decay={EMA_DECAY} the shadow keeps {EMA_DECAY:.0%} of its old value and moves "
-                    f"{1 - EMA_DECAY:.0%} of the way to the weights; yours does the opposite.")
+            hint = (f"The check passes decay={EMA_DECAY} (not your class's default): the shadow keeps "
+                    f"{EMA_DECAY:.0%} of its old value and moves {1 - EMA_DECAY:.0%} of the way to the "
+                    "weights; yours does the opposite.")
         else:
             hint = "Each update: new shadow = decay * old shadow + (1 - decay) * the model's weight."
         raise Wrong(f"after update {step}, shadow[{param_name!r}] is not the moving average.", hint)

@@ -1,0 +1,80 @@
+"""Short tracebacks for students: the error's type and message, the student's own lines, and the line
+that raised it; the frames in between (``copy``, ``torch``, this package) are counted, not shown.
+
+``setup_notebook`` turns this on in IPython. It only changes how a traceback is *shown*: the exception
+is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Context`` or
+``%xmode Verbose`` shows every frame again (``%xmode Plain`` goes back to the short form).
+"""
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+SHORT_MODE = "Plain"
+WORKER_TRACEBACK = "\nOriginal Traceback (most recent call last):\n"
+
+
+def keep_frames(tb: types.TracebackType, is_students: Callable[[str], bool]) -> tuple[types.TracebackType, int]:
+    """A traceback with the student's frames and the frame that raised; and how many frames it left out."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    kept = [entry for index, entry in enumerate(entries)
+            if index == len(entries) - 1 or is_students(entry.tb_frame.f_code.co_filename)]
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt, len(entries) - len(kept)
+
+
+def short_worker_message(error: BaseException) -> BaseException:
+    """A DataLoader worker's error carries the worker's whole traceback in its message (with the
+    worker's file paths): shown, it keeps its first line and the line that names the cause."""
+    message = str(error)
+    if WORKER_TRACEBACK not in message:
+        return error
+    lines = message.strip().splitlines()
+    try:
+        return type(error)(f"{lines[0]}\n  [the worker's traceback is in str(error)]\n  {lines[-1]}")
+    except Exception:  # noqa: BLE001 (an exception type with another constructor is shown as it is)
+        return error
+
+
+def _hidden_note(count: int) -> str:
+    return f"  [... {count} library frame{'s' if count != 1 else ''} not shown: %xmode Context shows them]\n"
+
+
+def use_short_tracebacks(shell: Any) -> None:
+    """Show short tracebacks in this IPython shell (idempotent)."""
+    formatter = shell.InteractiveTB
+    formatter.set_mode(SHORT_MODE)
+    if getattr(formatter.structured_traceback, "graphleaf_short", False):
+        return
+    full = formatter.structured_traceback
+
+    # A kernel's front end (JupyterLab) shows the entries joined by newlines; a terminal joins them as they are.
+    joined_by_newlines = getattr(shell, "kernel", None) is not None
+
+    def is_students(filename: str) -> bool:
+        return shell.compile.format_code_name(filename) is not None
+
+    @functools.wraps(full)
+    def structured_traceback(etype, evalue, etb=None, tb_offset=None, context=5):
+        if formatter.mode != SHORT_MODE or not isinstance(etb, types.TracebackType):
+            return full(etype, evalue, etb, tb_offset, context)
+        # IPython's own first frame (run_code) sits before the cell's: skip it as IPython would.
+        for _ in range(formatter.tb_offset if tb_offset is None else tb_offset):
+            etb = etb.tb_next if etb.tb_next is not None else etb
+        short, hidden = keep_frames(etb, is_students)
+        lines = full(etype, short_worker_message(evalue), short, 0, context)
+        if hidden and len(lines) > 1:
+            lines.insert(len(lines) - 2, _hidden_note(hidden))
+        if joined_by_newlines:
+            lines = [line.rstrip("\n") for line in lines]  # no blank line between the entries
+        return lines
+
+    structured_traceback.graphleaf_short = True
+    formatter.structured_traceback = structured_traceback
