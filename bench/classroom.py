@@ -155,6 +155,7 @@ class StudentRun:
     server_s: float | None = None
     pull_s: float | None = None
     server_pss_mb: float | None = None
+    step: str = "log in"
     lessons: dict[str, dict] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     open_kernel: object = None
@@ -173,14 +174,17 @@ async def student_session(student: Student, link: str | None, paths: list[str], 
     try:
         await student.log_in()
         if link is not None:
+            run.step = "start server"
             started = time.perf_counter()
             await student.start_server()
             run.server_s = time.perf_counter() - started
+            run.step = "pull"
             started = time.perf_counter()
             await student.pull(link)
             run.pull_s = time.perf_counter() - started
             run.server_pss_mb = pss_by_account({uid: student.name})[student.name]
         for number, path in enumerate(paths, start=1):
+            run.step = path
             notebook = await student.notebook(path)
             kernel = await student.open(path)
             result = await kernel.run_all(code_cells(notebook))
@@ -194,7 +198,7 @@ async def student_session(student: Student, link: str | None, paths: list[str], 
             else:
                 await kernel.shut_down()
     except Exception as error:  # noqa: BLE001 -- every student's failure is counted, none stops the class
-        run.errors.append(f"{type(error).__name__}: {error}")
+        run.errors.append(f"{run.step}: {type(error).__name__}: {error} (at {time.strftime('%H:%M:%S')})")
     return run
 
 

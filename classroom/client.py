@@ -207,7 +207,8 @@ class Kernel:
     async def receive(self, timeout_s: float) -> dict:
         frame = await asyncio.wait_for(self.socket.read_message(), timeout_s)
         if frame is None:
-            raise ClassroomError(f"{self.student.name}: the kernel's websocket closed")
+            raise ClassroomError(f"{self.student.name}: the kernel's websocket closed "
+                                 f"(code {self.socket.close_code}, {self.socket.close_reason!r})")
         message = _decode(frame)
         if message["header"]["msg_type"] == "status" and message["content"]["execution_state"] in DEATH:
             raise KernelDied(f"{self.student.name}: kernel {message['content']['execution_state']}")

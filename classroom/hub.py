@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -38,15 +39,18 @@ def require_root() -> None:
 
 
 def ensure_proxy() -> Path:
-    """configurable-http-proxy from npm, at the versions package-lock.json pins."""
-    stamp = PROXY_FOLDER / "node_modules" / ".package-lock.json"
+    """configurable-http-proxy from npm, at the versions package-lock.json pins (npm ci again only
+    when the lock's content changes)."""
     lock = PROXY_FOLDER / "package-lock.json"
-    if PROXY.exists() and stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime:
+    stamp = PROXY_FOLDER / "node_modules" / ".graphleaf-lock-sha256"
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest()
+    if PROXY.exists() and stamp.exists() and stamp.read_text() == digest:
         return PROXY
     if not shutil.which("npm"):
         raise RuntimeError("npm (Node.js >= 20) is needed for configurable-http-proxy: install Node.js 20 or newer")
     print("installing configurable-http-proxy with npm ci", flush=True)
     subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=PROXY_FOLDER, check=True)
+    stamp.write_text(digest)
     return PROXY
 
 
@@ -146,5 +150,8 @@ def stop(classroom: Classroom) -> list[str]:
     require_root()
     stop_hub(classroom)
     removed = accounts.remove(classroom.account_prefix)
+    log = classroom.hub_folder / "hub.log"
+    if log.exists():  # the hub's and the students' servers' log, kept for a look after the run
+        shutil.copy(log, classroom.folder.parent / f"{classroom.name}-last-hub.log")
     shutil.rmtree(classroom.folder, ignore_errors=True)
     return removed
