@@ -270,6 +270,18 @@ class Kernel:
                 idle.add(cell.index)
         return RunAll(self.ready_s, time.perf_counter() - started, list(pending.values()))
 
+    async def wait_until_alive(self, timeout_s: float = 120) -> None:
+        """After a death, the server restarts the kernel by itself: wait until it says idle or busy
+        (JupyterLab's status light), as a student would before pressing Restart."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            answer = await self.student.http.get(f"{self.student.server_path}/api/kernels/{self.id}",
+                                                 headers=self.student._auth())
+            if answer.status_code == 200 and answer.json().get("execution_state") in ("idle", "busy"):
+                return
+            await asyncio.sleep(0.5)
+        raise KernelDied(f"{self.student.name}: kernel {self.id} did not come back within {timeout_s} s")
+
     async def restart(self) -> None:
         """The Restart Kernel menu: the server restarts the process, the notebook reconnects."""
         answer = await self.student.http.post(f"{self.student.server_path}/api/kernels/{self.id}/restart",

@@ -84,11 +84,17 @@ c.Spawner.http_timeout = 600
 c.JupyterHub.concurrent_spawn_limit = 0
 # The hub's PATH may name folders a student cannot read (root's pyenv): set the students' own.
 c.Spawner.environment = {"PATH": f"{environment / 'bin'}:/usr/local/bin:/usr/bin:/bin"}
-# An idle kernel holds torch (a few hundred MB): each server shuts one down after 20 idle minutes.
 c.Spawner.args = [
+    # An idle kernel holds torch (a few hundred MB): each server shuts one down after 20 idle minutes.
     "--MappingKernelManager.cull_idle_timeout=1200",
     "--MappingKernelManager.cull_interval=120",
     "--MappingKernelManager.cull_connected=False",
+    # Kernels talk to their server over Unix sockets in the student's private runtime folder. Over
+    # TCP (the default) 30 servers picking free loopback ports for ever-new kernels collided: a
+    # server got another kernel's messages ("Invalid Signature") and closed a notebook's websocket.
+    "--KernelManager.transport=ipc",
+    # Kernels starting together on a busy machine can take over a minute to answer.
+    "--MappingKernelManager.kernel_info_timeout=300",
 ]
 
 # Idle servers are stopped after an hour (their files stay in the student's home).

@@ -109,7 +109,8 @@ def test_a_kernel_that_dies_mid_lesson_comes_back_with_a_restart(class_of_two):
             process.send_signal(signal.SIGKILL)  # what the out-of-memory killer does
             with pytest.raises(KernelDied):
                 await running  # the server tells the notebook its kernel died
-            await kernel.restart()
+            await kernel.wait_until_alive()  # the server restarts it by itself ("Kernel Restarting")
+            await kernel.restart()  # the student's Restart, once the status light says idle
             after_restart = await kernel.execute("print('progress' in globals())")
             rerun = await kernel.run_all(code_cells(notebook))
             return process.pid, after_restart, rerun, await student.server_is_running()
