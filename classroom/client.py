@@ -27,6 +27,7 @@ LESSON_TIMEOUT_S = 900
 REQUEST_TIMEOUT_S = 600
 # Status messages the server sends (without a parent) when a kernel dies or is restarted under it.
 DEATH = {"dead", "restarting", "autorestarting"}
+RESTART_TRIES = 10
 
 
 class ClassroomError(RuntimeError):
@@ -284,8 +285,12 @@ class Kernel:
 
     async def restart(self) -> None:
         """The Restart Kernel menu: the server restarts the process, the notebook reconnects."""
-        answer = await self.student.http.post(f"{self.student.server_path}/api/kernels/{self.id}/restart",
-                                              headers=self.student._auth())
+        for _ in range(RESTART_TRIES):
+            answer = await self.student.http.post(f"{self.student.server_path}/api/kernels/{self.id}/restart",
+                                                  headers=self.student._auth())
+            if answer.status_code != 500:  # 500: the server's own restart of a dead kernel is still settling
+                break
+            await asyncio.sleep(1)  # JupyterLab shows the error; the student presses Restart again
         answer.raise_for_status()
         self.socket.close()
         await self.connect()
