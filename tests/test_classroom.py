@@ -8,6 +8,7 @@ Needs root (one Unix account per student), as `make test` has in CI; skipped oth
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import pwd
@@ -36,11 +37,16 @@ LONG_LESSON = f"{COURSE_NAME}/notebooks/02_what_deepcopy_does.ipynb"
 
 @pytest.fixture(scope="module")
 def class_of_two():
-    try:
-        names = hub.start(CLASSROOM, 2, cull_timeout_s=3600)
-        yield names
-    finally:
-        hub.stop(CLASSROOM)
+    # One test classroom per machine (its ports and accounts are fixed): a second `make test` on the
+    # same machine (another checkout) waits here instead of stopping this one's hub.
+    CLASSROOM.folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(CLASSROOM.folder.parent / f"{CLASSROOM.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            names = hub.start(CLASSROOM, 2, cull_timeout_s=3600)
+            yield names
+        finally:
+            hub.stop(CLASSROOM)
 
 
 def as_student(name: str, action):
