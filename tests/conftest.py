@@ -21,3 +21,16 @@ def quiet_torch_deprecations():
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.filterwarnings("ignore", message="Using backward\\(\\) with create_graph=True")
         yield
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per browser-test module (the module skips itself without Chromium)."""
+    from chromium import CHROMIUM, CHROMIUM_FLAGS, playwright_or_skip
+
+    with playwright_or_skip().sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

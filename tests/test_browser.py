@@ -14,16 +14,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from chromium import playwright_or_skip
 from jupyterlab_process import running_lab
 from notebook_files import NOTEBOOKS, ROOT, all_notebooks
 
-playwright = pytest.importorskip("playwright.sync_api")
+playwright = playwright_or_skip()
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 EXPLORERS = {
     "scenario_explorer": ".graphleaf-scenario-explorer",
@@ -35,9 +33,6 @@ OWN_NOTEBOOK = "explorers.ipynb"
 RUN_ALL_TIMEOUT_MS = 300_000
 WIDGET_TIMEOUT_MS = 30_000
 CLICK_TIMEOUT_MS = 20_000
-
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)", allow_module_level=True)
 
 
 def explorers_in(path: Path) -> list[str]:
@@ -66,16 +61,6 @@ def lab(tmp_path_factory):
     write_own_notebook(root / OWN_NOTEBOOK)
     with running_lab(root, scratch) as url:
         yield url, root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as driver:
-        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

@@ -13,26 +13,20 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
-from pathlib import Path
 
 import pytest
+from chromium import playwright_or_skip
 from jupyterlab_process import running_lab
 from notebook_files import ROOT
 
-playwright = pytest.importorskip("playwright.sync_api")
+playwright_or_skip()
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"]
 AUTOSAVE = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": True, "autosaveInterval": 1}}
 # Opened together: each batch starts this many kernels at once.
 BATCH = 6
 OPEN_TIMEOUT_MS = 120_000
-
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)", allow_module_level=True)
 
 
 def tracked_notebooks() -> list[str]:
@@ -90,16 +84,6 @@ OPEN_AUTOSAVE_CLOSE = """async ({paths, kernelVersion, timeoutMs}) => {
     }
     return opened.map(({seen}) => ({path: seen.path, dirty: seen.dirty}));
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as driver:
-        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_opening_and_closing_every_notebook_leaves_its_file_unchanged(tmp_path, browser):

@@ -13,19 +13,14 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from chromium import playwright_or_skip
 from notebook_files import ROOT, lessons, read
 
-playwright = pytest.importorskip("playwright.sync_api")
+playwright_or_skip()
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOTS = ROOT / "test-artifacts" / "site"
-
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run installs it)", allow_module_level=True)
 
 PAGE_FACTS = """() => ({
     images: [...document.images].map(img => ({src: img.src.slice(0, 60), ok: img.complete && img.naturalWidth > 0})),
@@ -50,24 +45,19 @@ def site(tmp_path_factory):
     return out
 
 
-def test_the_book_has_a_page_per_lesson_and_renders_every_picture_and_link(site):
+def test_the_book_has_a_page_per_lesson_and_renders_every_picture_and_link(site, browser):
     pages = sorted(site.glob("*.html"))
     assert [p.name for p in pages] == sorted(["index.html", *(p.with_suffix(".html").name for p in lessons())])
     ids_of, problems = {}, []
-    with playwright.sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            facts = {}
-            for path in pages:
-                page.goto(path.as_uri(), wait_until="domcontentloaded")
-                page.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=30_000)
-                facts[path.name] = page.evaluate(PAGE_FACTS)
-                ids_of[path.name] = set(facts[path.name]["ids"])
-                page.screenshot(path=str(SCREENSHOTS / f"{path.stem}.png"))
-        finally:
-            browser.close()
+    page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    facts = {}
+    for path in pages:
+        page.goto(path.as_uri(), wait_until="domcontentloaded")
+        page.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=30_000)
+        facts[path.name] = page.evaluate(PAGE_FACTS)
+        ids_of[path.name] = set(facts[path.name]["ids"])
+        page.screenshot(path=str(SCREENSHOTS / f"{path.stem}.png"))
 
     for name, seen in facts.items():
         problems += [f"{name}: image {i['src']} did not load" for i in seen["images"] if not i["ok"]]
