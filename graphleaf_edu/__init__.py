@@ -23,7 +23,11 @@ The API reference is docs/api.md (tools/api_docs.py writes it from the docstring
 
 Package map (data flows down; only notebooks import ``widgets``; README's contributor section has it too):
     errors              PyTorch's messages, error_line (the bottom layer)
-    diagnose, copying   the one verdict (deepcopy_blocker), find_nonleaf, resolve; safe_deepcopy
+    deepcopy_walk       what copy.deepcopy reaches, by its protocol; stored_values reads __dict__,
+                        slots, items; deepcopy_reducers: reduced objects and known reducers
+    paths, causes       each finding's path from root (resolve follows it); its cause and fix
+    diagnose, findings  the one verdict (deepcopy_blocker), find_nonleaf, explain; Finding(s), reports
+    copying             safe_deepcopy
     graphs              draw, the one grad_fn walk; graph_picture: the picture itself
     scenarios/          engine, source (the real code shown), catalog/ (one module per scenario)
     dataloading         real DataLoader runs; tables: text and HTML tables

@@ -18,7 +18,8 @@ from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import Dataset
 
-from graphleaf_edu import deepcopy_walk as dw
+from graphleaf_edu import stored_values as sv
+from graphleaf_edu.deepcopy_reducers import ReducedParts
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ _LOGGED_NAME = re.compile(
     r"(^|_)(loss(es)?|metrics?|logs?|logged|outputs?|outs|history|results?|preds?|predictions?)($|_)", re.IGNORECASE
 )
 _KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_past", re.IGNORECASE)
-_CONTAINERS = (dict, list, tuple, set, frozenset, dw.ReducedParts)
+_CONTAINERS = (dict, list, tuple, set, frozenset, ReducedParts)
 
 
 def diagnose(nodes: list, index: int) -> Cause:
@@ -128,22 +129,22 @@ def diagnose(nodes: list, index: int) -> Cause:
     _, parent, kind, key = nodes[index]
     if parent < 0:
         return ROOT_TENSOR
-    if kind == dw.GRAD:
+    if kind == sv.GRAD:
         return NONLEAF_GRAD
-    if kind == dw.KEY:
+    if kind == sv.KEY:
         return KEYED
     hook = _through_hook(nodes, index)
     if hook:
         return hook
     holder = nodes[parent][0]
     if isinstance(holder, nn.Module):
-        if kind in (dw.ATTR, dw.BUFFER) and _is_graph_module(holder):
+        if kind in (sv.ATTR, sv.BUFFER) and _is_graph_module(holder):
             return FX_CONSTANT
-        if kind == dw.PARAM or (kind == dw.ATTR and dw.instance_dict(holder).get("_is_replica")):
+        if kind == sv.PARAM or (kind == sv.ATTR and sv.instance_dict(holder).get("_is_replica")):
             return _parameter_cause(nodes, parent, key)
-        if kind == dw.BUFFER:
+        if kind == sv.BUFFER:
             return BUFFER_ASSIGNED
-        if kind in (dw.ATTR, dw.SLOT):
+        if kind in (sv.ATTR, sv.SLOT):
             return _module_attribute_cause(holder, key)
     owner_index = _owner(nodes, parent)
     owner = nodes[owner_index][0] if owner_index >= 0 else None
@@ -177,9 +178,9 @@ def _names_between(nodes: list, owner: int, index: int) -> list[str]:
     names = []
     while index > owner and index > 0:
         _, parent, kind, key = nodes[index]
-        if kind in (dw.ATTR, dw.SLOT, dw.MEMBER, dw.STATE_ITEM) and isinstance(key, str):
+        if kind in (sv.ATTR, sv.SLOT, sv.MEMBER, sv.STATE_ITEM) and isinstance(key, str):
             names.append(key)
-        elif kind == dw.VALUE and isinstance(key[1], str):
+        elif kind == sv.VALUE and isinstance(key[1], str):
             names.append(key[1])
         index = parent
     return names
@@ -190,9 +191,9 @@ def _through_hook(nodes: list, index: int) -> Cause | None:
     through_self = False
     while index > 0:
         _, parent, kind, key = nodes[index]
-        through_self = through_self or (kind == dw.MEMBER and key == "__self__")
+        through_self = through_self or (kind == sv.MEMBER and key == "__self__")
         holder = nodes[parent][0]
-        if kind == dw.ATTR and isinstance(holder, nn.Module) and _HOOK_STORES.search(str(key)):
+        if kind == sv.ATTR and isinstance(holder, nn.Module) and _HOOK_STORES.search(str(key)):
             return HOOK_OBJECT if through_self else None
         index = parent
     return None
@@ -205,21 +206,21 @@ def _is_graph_module(module: nn.Module) -> bool:
 def _parameter_cause(nodes: list, module_index: int, name: str) -> Cause:
     """DataParallel replicas are marked ``_is_replica``; WeightDrop keeps ``<name>_raw`` on the
     module or on the wrapper around it; any other computed parameter is a fast weight."""
-    stored = dw.instance_dict(nodes[module_index][0])
+    stored = sv.instance_dict(nodes[module_index][0])
     if stored.get("_is_replica"):
         return REPLICA_PARAMETER
     wrapper_index = _owner(nodes, nodes[module_index][1])
     for index in (module_index, wrapper_index):
         if index >= 0 and isinstance(nodes[index][0], nn.Module):
-            state = dw.instance_dict(nodes[index][0])
+            state = sv.instance_dict(nodes[index][0])
             if f"{name}_raw" in state.get("_parameters", {}) or f"{name}_raw" in state:
                 return WEIGHT_DROP
     return FAST_WEIGHTS
 
 
 def _module_attribute_cause(module: nn.Module, name: Any) -> Cause:
-    for hook in dw.instance_dict(module).get("_forward_pre_hooks", {}).values():
-        hook_state = dw.instance_dict(hook)
+    for hook in sv.instance_dict(module).get("_forward_pre_hooks", {}).values():
+        hook_state = sv.instance_dict(hook)
         if isinstance(hook, WeightNorm) and hook_state.get("name") == name:
             return _cause(
                 OLD_WEIGHT_NORM, "old torch.nn.utils.weight_norm",

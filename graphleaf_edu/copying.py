@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 
 import torch
 
-from graphleaf_edu.diagnose import Findings, _scan
+from graphleaf_edu.diagnose import _scan
 from graphleaf_edu.errors import GRAPH_LEAVES
+from graphleaf_edu.findings import Findings
 from graphleaf_edu.paths import expression
 
 T = TypeVar("T")

@@ -4,10 +4,10 @@ For each object, the same decision ``copy.deepcopy`` makes, in the same order:
 ``copy._deepcopy_dispatch`` (by exact type), then a class' ``__deepcopy__``, then
 ``copyreg.dispatch_table``, then ``__reduce_ex__(4)`` and the state it returns (``__getstate__``).
 Where the answer is known without calling anything (built-in containers, tensors, modules, the
-``__deepcopy__`` that ``torch.nn.utils.parametrize`` and ``torch.fx.GraphModule`` add, the reducers
-of ``deque``, ``defaultdict``, ``OrderedDict``, ``SimpleNamespace``, sets and partials), the stored
-values are read directly. Otherwise the walk calls ``__reduce_ex__(4)``, a ``copyreg`` reducer or
-``__getstate__``, exactly as deepcopy does, and walks what they return. Properties and
+``__deepcopy__`` that ``torch.nn.utils.parametrize`` and ``torch.fx.GraphModule`` add, the known
+reducers of ``graphleaf_edu.deepcopy_reducers``), the stored values are read directly
+(``graphleaf_edu.stored_values``). Otherwise the walk calls ``__reduce_ex__(4)``, a ``copyreg``
+reducer or ``__getstate__``, exactly as deepcopy does, and walks what they return. Properties and
 ``__getattr__`` are never called. A ``__deepcopy__`` nobody can look inside is recorded as opaque.
 """
 from __future__ import annotations
@@ -18,20 +18,42 @@ import copyreg
 import enum
 import functools
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 
-# Edge kinds: how a child is reached from its parent (graphleaf_edu.paths renders each).
-ATTR, MEMBER, SLOT, PARAM, BUFFER, CHILD = "attr", "member", "slot", "param", "buffer", "child"
-INDEX, FIELD, VALUE, KEY, GRAD = "index", "field", "value", "key", "grad"
-STATE, STATE_ITEM = "state", "state item"  # what a custom __getstate__ returns, and its entries
-REDUCED = "reduced"  # the tuple __reduce_ex__(4) or a copyreg reducer returns (key: "reduce_ex"/"copyreg")
-REDUCED_ITEM, REDUCED_KEY, REDUCED_VALUE = "reduced item", "reduced key", "reduced value"
-DICT_KEY = "dict key"  # walked as KEY, after everything else
+from graphleaf_edu.deepcopy_reducers import (
+    KNOWN_REDUCERS,
+    Plan,
+    ReducedParts,
+    copyreg_plan,
+    reduce_plan,
+    reduced_parts_plan,
+)
+from graphleaf_edu.stored_values import (
+    ATTR,
+    BUFFER,
+    CHILD,
+    DICT_KEY,
+    GRAD,
+    KEY,
+    MEMBER,
+    MISSING,
+    PARAM,
+    STATE,
+    STATE_ITEM,
+    Children,
+    attribute_children,
+    chain,
+    class_lookup,
+    dict_children,
+    instance_dict,
+    sequence_children,
+    slot_children,
+)
 
 # Classes that copy.deepcopy returns as they are (through their own __deepcopy__ or __reduce__).
 _ATOMIC_CLASSES = (
@@ -39,19 +61,20 @@ _ATOMIC_CLASSES = (
     torch.device, torch.dtype, torch.layout, torch.memory_format, torch.Size,
 )
 _MODULE_STORES = {"_parameters": PARAM, "_buffers": BUFFER, "_modules": CHILD}
-_MISSING = object()
 _POINTER = tuple.__itemsize__  # the size of one object reference
-_NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__getnewargs__.__code__
+_NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__dict__["__getnewargs__"].__code__
+_TUPLE_NEWARGS = tuple.__dict__["__getnewargs__"]
+Node = tuple[Any, int, str, Any]  # (obj, parent index, edge kind, key)
 
 
 @dataclass
 class Walk:
     """Every object deepcopy would reach from the root, as nodes ``(obj, parent, kind, key)``."""
 
-    nodes: list = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
     nonleaf: list[int] = field(default_factory=list)  # node indices of the culprits
     opaque: list[tuple[int, str]] = field(default_factory=list)  # node index, why it was not looked inside
-    keep_alive: list = field(default_factory=list)  # what reducers returned: ids must stay unique
+    keep_alive: list[Any] = field(default_factory=list)  # what reducers returned: ids must stay unique
 
     def leaves_with_nonleaf_grad(self) -> list[torch.Tensor]:
         """Leaves whose ``.grad`` is a non-leaf: ``Tensor.__deepcopy__`` copies ``.grad`` by calling
@@ -68,7 +91,7 @@ def walk(root: Any) -> Walk:
     a path goes through a key only when nothing else reaches the object."""
     result = Walk(nodes=[(root, -1, "", None)])
     nodes, seen = result.nodes, {id(root)}
-    deferred_keys: list = []
+    deferred_keys: list[Node] = []
     index = 0
     while index < len(nodes) or deferred_keys:
         if index == len(nodes):
@@ -106,51 +129,44 @@ class Opaque(Exception):
 
 
 def _skippable(child: Any) -> bool:
-    cls = type(child)
+    cls: type = type(child)
     if cls in _EMPTY_SKIPPABLE:
         return not child
     return plan_of_class(cls) is _atomic_plan
 
 
-def plan_of(obj: Any):
-    plan = plan_of_class(type(obj))
-    return plan(obj) if plan is _numpy_plan else plan
+def plan_of(obj: Any) -> Plan:
+    cls: type = type(obj)
+    return plan_of_class(cls)
 
 
 @functools.lru_cache(maxsize=2048)
-def plan_of_class(cls: type):
+def plan_of_class(cls: type) -> Plan:
     """How copy.deepcopy treats instances of ``cls``: the function that lists their children."""
     if cls is ReducedParts:
-        return _reduced_parts_plan
-    dispatched = copy._deepcopy_dispatch.get(cls)
+        return reduced_parts_plan
+    dispatched = copy._deepcopy_dispatch.get(cls)  # type: ignore[attr-defined]
     if dispatched is not None:
         return _DISPATCH_PLANS.get(cls, _atomic_plan)
     if issubclass(cls, _ATOMIC_CLASSES):
         return _atomic_plan
     own_deepcopy = class_lookup(cls, "__deepcopy__")
-    if own_deepcopy is not _MISSING:
+    if own_deepcopy is not MISSING:
         return _deepcopy_plan(cls, own_deepcopy)
     if cls in copyreg.dispatch_table:
-        return _copyreg_plan
+        return copyreg_plan
     if _default_reduce(cls) and not _custom_newargs(cls) and not _state_beyond_dict_and_slots(cls):
         getstate = class_lookup(cls, "__getstate__")
         if issubclass(cls, nn.Module) and getstate is nn.Module.__getstate__:
             return _module_plan
         return _default_plan if getstate is object.__getstate__ else _getstate_plan
-    for base, plan in _KNOWN_REDUCERS.items():
+    for base, plan in KNOWN_REDUCERS.items():
         if issubclass(cls, base) and _reducers_of(cls) == _reducers_of(base):
             return plan
-    return _reduce_plan
+    return reduce_plan
 
 
-def class_lookup(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return _MISSING
-
-
-def _reducers_of(cls: type) -> tuple:
+def _reducers_of(cls: type) -> tuple[Any, ...]:
     return tuple(class_lookup(cls, name) for name in ("__reduce_ex__", "__reduce__", "__getstate__"))
 
 
@@ -165,10 +181,10 @@ def _state_beyond_dict_and_slots(cls: type) -> bool:
     """C-level state the default reduce cannot save (a lock): ``object.__reduce_ex__`` refuses it
     with "cannot pickle ... object", the rule CPython's ``object.__getstate__`` applies. Such an
     object is reduced for real, so that the walk reports the refusal deepcopy will meet."""
-    if issubclass(cls, (list, dict, tuple)) or class_lookup(cls, "__getnewargs__") is not _MISSING:
+    if issubclass(cls, (list, dict, tuple)) or class_lookup(cls, "__getnewargs__") is not MISSING:
         return False
     expected = object.__basicsize__ + _POINTER * (
-        bool(cls.__dictoffset__) + bool(cls.__weakrefoffset__) + len(copyreg._slotnames(cls))
+        bool(cls.__dictoffset__) + bool(cls.__weakrefoffset__) + len(copyreg._slotnames(cls))  # type: ignore[attr-defined]
     )
     return cls.__basicsize__ > expected
 
@@ -176,12 +192,12 @@ def _state_beyond_dict_and_slots(cls: type) -> bool:
 def _custom_newargs(cls: type) -> bool:
     """Arguments for ``__new__`` other than a tuple's own items (a namedtuple's are those)."""
     newargs = class_lookup(cls, "__getnewargs__")
-    if class_lookup(cls, "__getnewargs_ex__") is not _MISSING:
+    if class_lookup(cls, "__getnewargs_ex__") is not MISSING:
         return True
-    return newargs not in (_MISSING, tuple.__getnewargs__) and getattr(newargs, "__code__", None) is not _NAMEDTUPLE_NEWARGS
+    return newargs not in (MISSING, _TUPLE_NEWARGS) and getattr(newargs, "__code__", None) is not _NAMEDTUPLE_NEWARGS
 
 
-def _deepcopy_plan(cls: type, own_deepcopy: Any):
+def _deepcopy_plan(cls: type, own_deepcopy: Any) -> Plan:
     if own_deepcopy is torch.Tensor.__deepcopy__:
         return _tensor_plan
     if issubclass(cls, torch.Tensor) and own_deepcopy in _DATA_ONLY_DEEPCOPIES:
@@ -214,69 +230,60 @@ def _copies_whole_dict(function: Any) -> bool:
 
 _DATA_ONLY_DEEPCOPIES = {
     nn.Parameter.__deepcopy__,  # copies .data only: no .grad, no __dict__, never raises
-    nn.parameter.UninitializedTensorMixin.__dict__.get("__deepcopy__"),
+    nn.parameter.UninitializedTensorMixin.__dict__.get("__deepcopy__"),  # type: ignore[attr-defined]
 } - {None}
 
 
 # --- plans: each lists (kind, key, child) for one object ------------------------------------------
 
-Children = Iterator[tuple[str, Any, Any]]
-
-
-def _atomic_plan(obj: Any, keep_alive: list) -> Children:
+def _atomic_plan(obj: Any, keep_alive: list[Any]) -> Children:
     return iter(())
 
 
-def _opaque_plan(obj: Any, keep_alive: list) -> Children:
+def _opaque_plan(obj: Any, keep_alive: list[Any]) -> Children:
     raise Opaque("copies itself (its own __deepcopy__): cannot look inside")
 
 
-def _numpy_plan(array: Any):
+def _numpy_plan(array: Any, keep_alive: list[Any]) -> Children:
     # Only an object array can hold Python objects; ndarray.__deepcopy__ copies those.
-    return _opaque_plan if array.dtype.hasobject else _atomic_plan
+    return _opaque_plan(array, keep_alive) if array.dtype.hasobject else iter(())
 
 
-def _data_only_plan(obj: Any, keep_alive: list) -> Children:
+def _data_only_plan(obj: Any, keep_alive: list[Any]) -> Children:
     return iter(())
 
 
-def _tensor_plan(t: torch.Tensor, keep_alive: list) -> Children:
+def _tensor_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
     grad = t.grad
     if grad is None and type(t) is torch.Tensor and not instance_dict(t):
         return iter(())  # the common case, kept cheap
     grad_child = [] if grad is None else [(GRAD, None, grad)]
-    return _chain(grad_child, _slot_children(t), _attribute_children(t))
+    return chain(grad_child, slot_children(t), attribute_children(t))
 
 
-def _list_plan(items: list, keep_alive: list) -> Children:
-    return ((INDEX, i, item) for i, item in enumerate(list.__iter__(items)))
+def _sequence_plan(items: list[Any] | tuple[Any, ...], keep_alive: list[Any]) -> Children:
+    return sequence_children(items)
 
 
-def _tuple_plan(items: tuple, keep_alive: list) -> Children:
-    return ((INDEX, i, item) for i, item in enumerate(tuple.__iter__(items)))
+def _dict_plan(mapping: dict[Any, Any], keep_alive: list[Any]) -> Children:
+    return dict_children(mapping)
 
 
-def _dict_plan(mapping: dict, keep_alive: list) -> Children:
-    for i, (key, value) in enumerate(dict.items(mapping)):
-        yield DICT_KEY, i, key
-        yield VALUE, (i, key), value
-
-
-def _method_plan(method: types.MethodType, keep_alive: list) -> Children:
+def _method_plan(method: types.MethodType, keep_alive: list[Any]) -> Children:
     return iter([(MEMBER, "__self__", method.__self__)])
 
 
-def _module_plan(module: nn.Module, keep_alive: list) -> Children:
+def _module_plan(module: nn.Module, keep_alive: list[Any]) -> Children:
     """``Module.__getstate__``: its ``__dict__`` minus ``_compiled_call_impl``."""
     for name, value in dict.items(instance_dict(module)):
         if name != "_compiled_call_impl":
             yield from _module_entry(name, value)
 
 
-def _whole_module_plan(module: nn.Module, keep_alive: list) -> Children:
+def _whole_module_plan(module: nn.Module, keep_alive: list[Any]) -> Children:
     for name, value in dict.items(instance_dict(module)):
         yield from _module_entry(name, value)
-    yield from _slot_children(module)
+    yield from slot_children(module)
 
 
 def _module_entry(name: str, value: Any) -> Children:
@@ -287,182 +294,47 @@ def _module_entry(name: str, value: Any) -> Children:
         yield from ((kind, entry, child) for entry, child in dict.items(value))
 
 
-def _default_plan(obj: Any, keep_alive: list) -> Children:
+def _default_plan(obj: Any, keep_alive: list[Any]) -> Children:
     """``object.__reduce_ex__(4)`` with the default ``__getstate__``: the ``__dict__``, the slots,
     the items of a list or dict subclass, the fields of a tuple subclass."""
-    parts = [_attribute_children(obj), _slot_children(obj)]
+    parts = [attribute_children(obj), slot_children(obj)]
     if isinstance(obj, tuple):
-        parts.insert(0, _sequence_children(obj))
+        parts.insert(0, sequence_children(obj))
     elif isinstance(obj, list):
-        parts.append(_sequence_children(obj))
+        parts.append(sequence_children(obj))
     elif isinstance(obj, dict):
-        parts.append(_dict_plan(obj, keep_alive))
-    return _chain(*parts)
+        parts.append(dict_children(obj))
+    return chain(*parts)
 
 
-def _getstate_plan(obj: Any, keep_alive: list) -> Children:
+def _getstate_plan(obj: Any, keep_alive: list[Any]) -> Children:
     """A custom ``__getstate__``: what it returns is what deepcopy copies. Entries that are the
     very objects stored on the instance keep their attribute path."""
-    state = type(obj).__getstate__(obj)
+    state = type(obj).__getstate__(obj)  # type: ignore[call-arg]
     keep_alive.append(state)
     stored = instance_dict(obj)
-    parts = []
+    parts: list[Iterable[tuple[str, Any, Any]]] = []
     if isinstance(obj, tuple):
-        parts.append(_sequence_children(obj))
+        parts.append(sequence_children(obj))
     if type(state) is dict:
         parts.append(_state_entries(obj, state, stored))
     elif state is not None:
         parts.append([(STATE, None, state)])
     if isinstance(obj, list):
-        parts.append(_sequence_children(obj))
+        parts.append(sequence_children(obj))
     elif isinstance(obj, dict):
-        parts.append(_dict_plan(obj, keep_alive))
-    return _chain(*parts)
+        parts.append(dict_children(obj))
+    return chain(*parts)
 
 
-def _state_entries(obj: Any, state: dict, stored: dict) -> Children:
+def _state_entries(obj: Any, state: dict[str, Any], stored: dict[str, Any]) -> Children:
     module = isinstance(obj, nn.Module)
     for name, value in state.items():
-        if stored.get(name, _MISSING) is value:
+        if stored.get(name, MISSING) is value:
             yield from _module_entry(name, value) if module else [(ATTR, name, value)]
         else:
             yield STATE_ITEM, name, value
 
 
-def _reduce_plan(obj: Any, keep_alive: list) -> Children:
-    return _reduced_children(obj, "reduce_ex", obj.__reduce_ex__(4), keep_alive)
-
-
-def _copyreg_plan(obj: Any, keep_alive: list) -> Children:
-    return _reduced_children(obj, "copyreg", copyreg.dispatch_table[type(obj)](obj), keep_alive)
-
-
-def _reduced_children(obj: Any, how: str, reduced: Any, keep_alive: list) -> Children:
-    """What ``copy._reconstruct`` deep-copies from a reduce value: its args, state, list items and
-    dict items (the callable and a state setter are kept as they are)."""
-    if isinstance(reduced, str):
-        return iter(())  # deepcopy returns the object itself
-    parts = list(reduced) + [None] * (6 - len(reduced))
-    listitems = None if parts[3] is None else list(parts[3])
-    dictitems = None if parts[4] is None else list(parts[4])
-    walked = ReducedParts((parts[1], parts[2], listitems, dictitems))
-    keep_alive.append((reduced, walked))
-    return iter([(REDUCED, how, walked)])
-
-
-class ReducedParts(tuple):
-    """``(args, state, listitems, dictitems)`` of one reduce value: a node of its own."""
-
-
-def _reduced_parts_plan(walked: ReducedParts, keep_alive: list) -> Children:
-    args, state, listitems, dictitems = walked
-    for i, arg in enumerate(args or ()):
-        yield REDUCED_ITEM, (1, i), arg
-    if state is not None:
-        yield REDUCED_ITEM, (2, None), state
-    for i, item in enumerate(listitems or ()):
-        yield REDUCED_ITEM, (3, i), item
-    for i, (key, value) in enumerate(dictitems or ()):
-        yield REDUCED_KEY, i, key
-        yield REDUCED_VALUE, i, value
-
-
-def _set_plan(members: set | frozenset, keep_alive: list) -> Children:
-    iterate = set.__iter__ if isinstance(members, set) else frozenset.__iter__
-    return _chain(((KEY, i, member) for i, member in enumerate(iterate(members))), _attribute_children(members))
-
-
-def _ordered_dict_plan(mapping: dict, keep_alive: list) -> Children:
-    return _chain(_dict_plan(mapping, keep_alive), _attribute_children(mapping))
-
-
-def _defaultdict_plan(mapping: collections.defaultdict, keep_alive: list) -> Children:
-    factory = [(MEMBER, "default_factory", mapping.default_factory)]
-    return _chain(factory, _dict_plan(mapping, keep_alive), _attribute_children(mapping))
-
-
-def _deque_plan(items: collections.deque, keep_alive: list) -> Children:
-    return _chain(((INDEX, i, item) for i, item in enumerate(collections.deque.__iter__(items))),
-                  _attribute_children(items))
-
-
-def _namespace_plan(namespace: types.SimpleNamespace, keep_alive: list) -> Children:
-    return _attribute_children(namespace)
-
-
-def _partial_plan(partial: functools.partial, keep_alive: list) -> Children:
-    parts = [(MEMBER, "func", partial.func), (MEMBER, "args", partial.args), (MEMBER, "keywords", partial.keywords)]
-    return _chain(parts, _attribute_children(partial))
-
-
-_DISPATCH_PLANS = {list: _list_plan, tuple: _tuple_plan, dict: _dict_plan, types.MethodType: _method_plan}
-_KNOWN_REDUCERS = {
-    collections.defaultdict: _defaultdict_plan,  # before OrderedDict/dict: most specific first
-    collections.OrderedDict: _ordered_dict_plan,
-    collections.Counter: _ordered_dict_plan,
-    collections.deque: _deque_plan,
-    types.SimpleNamespace: _namespace_plan,
-    functools.partial: _partial_plan,
-    set: _set_plan,
-    frozenset: _set_plan,
-}
+_DISPATCH_PLANS: dict[type, Plan] = {list: _sequence_plan, tuple: _sequence_plan, dict: _dict_plan, types.MethodType: _method_plan}
 _EMPTY_SKIPPABLE = frozenset({dict, list, tuple, set, frozenset, collections.OrderedDict})
-
-
-# --- reading stored values -------------------------------------------------------------------------
-
-def _chain(*parts) -> Children:
-    for part in parts:
-        yield from part
-
-
-def _sequence_children(seq: list | tuple) -> Children:
-    fields = getattr(type(seq), "_fields", None) if isinstance(seq, tuple) else None
-    base = tuple if isinstance(seq, tuple) else list
-    for i, item in enumerate(base.__iter__(seq)):
-        if fields and i < len(fields):
-            yield FIELD, (i, fields[i]), item
-        else:
-            yield INDEX, i, item
-
-
-def _attribute_children(obj: Any) -> Children:
-    return ((ATTR, name, value) for name, value in dict.items(instance_dict(obj)))
-
-
-def instance_dict(obj: Any) -> dict:
-    try:
-        state = object.__getattribute__(obj, "__dict__")
-    except (AttributeError, TypeError):
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
-def _slot_children(obj: Any) -> Children:
-    for name, descriptor in _slot_descriptors(type(obj)):
-        try:
-            value = descriptor.__get__(obj, type(obj))
-        except AttributeError:  # an empty slot
-            continue
-        yield SLOT, name, value
-
-
-@functools.lru_cache(maxsize=1024)
-def _slot_descriptors(cls: type) -> tuple[tuple[str, Any], ...]:
-    # A slot shadowed by a subclass attribute is skipped: deepcopy reads slots by getattr(),
-    # so it copies whatever the shadowing attribute returns, never the slot itself.
-    found = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            stored = _mangle(klass, name)
-            descriptor = klass.__dict__.get(stored)
-            if isinstance(descriptor, types.MemberDescriptorType) and class_lookup(cls, stored) is descriptor:
-                found.append((stored, descriptor))
-    return tuple(found)
-
-
-def _mangle(cls: type, name: str) -> str:
-    if name.startswith("__") and not name.endswith("__"):
-        return f"_{cls.__name__.lstrip('_')}{name}"
-    return name

@@ -5,14 +5,14 @@ containers, ``__dict__`` and slots, module parameters, buffers and submodules, w
 ``__reduce_ex__(4)``, ``copyreg`` reducers and ``__getstate__`` return, a plain tensor's ``.grad``.
 It reads; it never mutates, and never calls a property or ``__getattr__``. An object whose own
 ``__deepcopy__`` nobody can look inside is listed in ``Findings.opaque`` by path, so that an
-empty result never claims more than the walk saw. ``deepcopy_blocker(t)`` is the one verdict
-about a single tensor; ``resolve(root, path)`` follows a finding's path.
+empty result never claims more than the walk saw (``graphleaf_edu.findings`` words the report).
+``deepcopy_blocker(t)`` is the one verdict about a single tensor; ``resolve(root, path)`` follows a
+finding's path.
 """
 from __future__ import annotations
 
 import copy
 import html
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,15 +20,14 @@ import torch
 
 from graphleaf_edu import causes
 from graphleaf_edu import deepcopy_walk as dw
-from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES
-from graphleaf_edu.paths import expression, render_path, resolve
+from graphleaf_edu.errors import GRAPH_LEAVES
+from graphleaf_edu.findings import Finding, Findings, OpaqueObject, shape_of
+from graphleaf_edu.paths import render_path, resolve
 
 __all__ = [
     "Finding", "Findings", "OpaqueObject", "TensorInfo",
     "deepcopy_blocker", "describe", "explain", "find_nonleaf", "resolve", "shape_of",
 ]
-
-_ERROR_KINDS = ("deepcopy", "multiprocessing")
 
 
 @dataclass(frozen=True)
@@ -69,169 +68,6 @@ class TensorInfo:
             for name, value in vars(self).items()
         )
         return f"<table>{rows}</table>"
-
-
-@dataclass(frozen=True, eq=False)
-class Finding:
-    """One tensor that makes ``copy.deepcopy`` raise, as ``find_nonleaf`` reports it: ``resolve(root, path) is tensor``.
-
-    ``kind`` names the cause in a short stable word (``graphleaf_edu.causes``); ``cause`` says it in
-    words and ``fix`` is the fix that fits it. ``line()`` is the one-line form (path, cause, fix) for logs and grep.
-
-    Attributes:
-        path: where the tensor is, written after ``root`` (``".cache"``, ``"['state'][0]"``).
-        tensor: the tensor itself (not a copy).
-        grad_fn: the name of its backward node.
-        cause: why it is there, in words; kind: the same as a short stable word.
-        fix: what to change in the code that stores it.
-
-    Example:
-        >>> model = torch.nn.Linear(2, 2)
-        >>> model.cache = model(torch.ones(1, 2))
-        >>> finding = gl.find_nonleaf(model)[0]
-        >>> finding.path, finding.grad_fn, finding.kind
-        ('.cache', 'AddmmBackward0', 'cached-activation')
-        >>> print(finding.line())
-        root.cache: cached activation in a module attribute (grad_fn=AddmmBackward0) | fix: store ...
-    """
-
-    path: str
-    tensor: torch.Tensor
-    grad_fn: str
-    cause: str
-    fix: str
-    kind: str = ""
-
-    @property
-    def where(self) -> str:
-        """The Python expression that names the tensor, in terms of ``root``."""
-        return expression(self.path)
-
-    def line(self) -> str:
-        return f"{self.where}: {self.cause} (grad_fn={self.grad_fn}) | fix: {self.fix}"
-
-    def __repr__(self) -> str:
-        return (
-            f"Finding(path={self.path!r}, grad_fn={self.grad_fn!r}, "
-            f"shape={shape_of(self.tensor)}, cause={self.cause!r})"
-        )
-
-
-@dataclass(frozen=True)
-class OpaqueObject:
-    """An object on deepcopy's way that the walk could not look inside, and why."""
-
-    path: str
-    type_name: str
-    reason: str
-
-    def line(self) -> str:
-        return f"{expression(self.path)} ({self.type_name}) {self.reason}"
-
-
-class Findings(list[Finding]):
-    """The non-leaf tensors reachable from one object, shortest path first.
-
-    A list of ``Finding``; ``report()`` says what breaks the copy and how to fix each finding,
-    ``explain()`` prints it. ``opaque`` lists the objects whose copy the walk could not look inside;
-    a non-leaf hidden there is not in the list, so ``report()`` names them instead of claiming success.
-
-    Example:
-        >>> x = torch.ones(2, requires_grad=True)
-        >>> findings = gl.find_nonleaf({"w": x, "y": x * 2})
-        >>> len(findings), findings[0].path
-        (1, "['y']")
-        >>> print(gl.find_nonleaf({"w": x}).report())
-        Nothing to fix: no non-leaf tensor is reachable from this dict, so copy.deepcopy(root) will not raise the graph-leaves error.
-    """
-
-    def __init__(self, findings: Iterable[Finding] = (), subject: str = "object",
-                 opaque: Iterable[OpaqueObject] = ()):
-        super().__init__(findings)
-        self.subject = subject
-        self.opaque = tuple(opaque)
-
-    def lines(self) -> list[str]:
-        """One line per finding (path, cause, fix), then one per opaque object."""
-        return [finding.line() for finding in self] + [f"cannot look inside: {o.line()}" for o in self.opaque]
-
-    def report(self, error: str | BaseException = "deepcopy") -> str:
-        """What breaks the copy, where, and the fix for each finding.
-
-        ``error`` words it for the error the user got: ``"deepcopy"`` (the graph-leaves error) or
-        ``"multiprocessing"`` (torch.multiprocessing's "Cowardly refusing to serialize ..."); an
-        exception is recognised by its message.
-        """
-        kind = error_kind(error)
-        if not self:
-            return self._nothing_found(kind)
-        count = f"{len(self)} non-leaf tensor" + ("s" if len(self) > 1 else "")
-        if kind == "multiprocessing":
-            lines = [f"torch.multiprocessing refuses to send this {self.subject} to another process: {count}.", ""]
-        else:
-            lines = [f"copy.deepcopy(root) fails for this {self.subject}: {count}.", ""]
-        for number, finding in enumerate(self, 1):
-            tensor = finding.tensor
-            lines += [
-                f"{number}. {finding.where}  ({finding.grad_fn}, shape {shape_of(tensor)}, {tensor.device.type})",
-                f"   cause: {finding.cause}",
-                f"   fix:   {finding.fix}",
-            ]
-        lines += self._opaque_lines()
-        if kind == "multiprocessing":
-            lines += ["", "Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send."]
-        else:
-            lines += ["", "graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached."]
-        return "\n".join(lines)
-
-    def _nothing_found(self, kind: str) -> str:
-        action = "torch.multiprocessing can send it" if kind == "multiprocessing" else (
-            "copy.deepcopy(root) will not raise the graph-leaves error"
-        )
-        if not self.opaque:
-            return f"Nothing to fix: no non-leaf tensor is reachable from this {self.subject}, so {action}."
-        return "\n".join([
-            (f"No non-leaf tensor found in what the walk could see of this {self.subject}; but it could not "
-             "look inside these objects, so a non-leaf tensor may hide there:"),
-            *self._opaque_lines()[1:],
-        ])
-
-    def _opaque_lines(self) -> list[str]:
-        if not self.opaque:
-            return []
-        return ["", "Not looked inside (a non-leaf tensor there would not be listed above):"] + [
-            f"- {o.line()}" for o in self.opaque
-        ]
-
-    def explain(self, error: str | BaseException = "deepcopy") -> None:
-        """Print ``report(error)``."""
-        print(self.report(error))
-
-    def __repr__(self) -> str:
-        if not self:
-            return "Findings([])" if not self.opaque else f"Findings([], opaque={list(self.opaque)!r})"
-        return "Findings([\n" + "".join(f"    {finding!r},\n" for finding in self) + "])"
-
-    def _repr_html_(self) -> str:
-        if not self:
-            return "<p>" + html.escape(self.report()).replace("\n", "<br>") + "</p>"
-        header = "".join(f"<th>{name}</th>" for name in ("#", "path", "grad_fn", "shape", "cause", "fix"))
-        rows = "".join(
-            f"<tr><td>{number}</td><td><code>{html.escape(f.where)}</code></td>"
-            f"<td>{html.escape(f.grad_fn)}</td><td>{shape_of(f.tensor)}</td>"
-            f"<td>{html.escape(f.cause)}</td><td>{html.escape(f.fix)}</td></tr>"
-            for number, f in enumerate(self, 1)
-        )
-        return f"<table><tr>{header}</tr>{rows}</table>"
-
-
-def error_kind(error: str | BaseException) -> str:
-    """``"multiprocessing"`` for torch.multiprocessing's refusal, ``"deepcopy"`` otherwise."""
-    if isinstance(error, BaseException):
-        return "multiprocessing" if COWARDLY in str(error) else "deepcopy"
-    if error not in _ERROR_KINDS:
-        raise ValueError(f"error= takes one of {_ERROR_KINDS} or the exception itself, got {error!r}")
-    return error
 
 
 def describe(t: torch.Tensor) -> TensorInfo:
@@ -306,15 +142,6 @@ def deepcopy_blocker(t: torch.Tensor) -> str | None:
         return unsupported
     findings, _ = _scan(t)
     return _blocker(findings[0]) if findings else None
-
-
-def shape_of(t: torch.Tensor) -> tuple[int | None, ...]:
-    """``tuple(t.shape)``, with None for the ragged dimensions of a nested tensor."""
-    if t.is_nested and type(t) is torch.Tensor:  # strided nested tensors have no sizes()
-        sizes = t._nested_tensor_size().tolist()
-        ragged = tuple(None if len({row[d] for row in sizes}) > 1 else sizes[0][d] for d in range(t.dim() - 1))
-        return (len(sizes), *ragged) if sizes else (0,)
-    return tuple(dimension if isinstance(dimension, int) else None for dimension in t.shape)
 
 
 def _require_tensor(t: Any, function: str) -> None:

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from graphleaf_edu.diagnose import error_kind, find_nonleaf
+from graphleaf_edu.diagnose import find_nonleaf
 from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES
+from graphleaf_edu.findings import error_kind
 
 NOTE_PREFIX = "graphleaf_edu: "
 _LISTED = 20

@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import nn
 
-from graphleaf_edu import deepcopy_walk as dw
+from graphleaf_edu import stored_values as sv
 
 _TUPLEGETTER = type(namedtuple("_Probe", "field").field)
 
@@ -41,7 +41,7 @@ def render_path(nodes: list, index: int) -> str:
 
 
 def _attr_step(holder: Any, name: str, path: str) -> str:
-    if _is_plain_name(name) and not _is_data_descriptor(dw.class_lookup(type(holder), name)):
+    if _is_plain_name(name) and not _is_data_descriptor(sv.class_lookup(type(holder), name)):
         return f"{path}.{name}"
     return f"{path}.__dict__[{name!r}]"
 
@@ -55,8 +55,8 @@ def _module_step(store: str):
         if (
             _is_plain_name(name)
             and type(module).__getattr__ is nn.Module.__getattr__
-            and name not in dw.instance_dict(module)
-            and dw.class_lookup(type(module), name) is dw._MISSING
+            and name not in sv.instance_dict(module)
+            and sv.class_lookup(type(module), name) is sv.MISSING
         ):
             return f"{path}.{name}"
         return f"{path}.{store}[{name!r}]"
@@ -69,14 +69,14 @@ def _container_index(module: nn.Module, name: str) -> str | None:
     if getitem is nn.ModuleDict.__getitem__:
         return f"[{name!r}]"
     positional = getitem in (nn.Sequential.__getitem__, nn.ModuleList.__getitem__)
-    if positional and name.isdecimal() and list(dw.instance_dict(module)["_modules"]).index(name) == int(name):
+    if positional and name.isdecimal() and list(sv.instance_dict(module)["_modules"]).index(name) == int(name):
         return f"[{int(name)}]"
     return None
 
 
 def _field_step(holder: tuple, key: tuple[int, str], path: str) -> str:
     i, name = key
-    if _is_plain_name(name) and isinstance(dw.class_lookup(type(holder), name), _TUPLEGETTER):
+    if _is_plain_name(name) and isinstance(sv.class_lookup(type(holder), name), _TUPLEGETTER):
         return f"{path}.{name}"
     return f"{path}[{i}]"
 
@@ -108,24 +108,24 @@ def _reduced_item_step(holder: tuple, key: tuple[int, int | None], path: str) ->
 
 
 _STEPS = {
-    dw.ATTR: _attr_step,
-    dw.MEMBER: lambda holder, name, path: f"{path}.{name}",
-    dw.SLOT: lambda holder, name, path: f"{path}.{name}",
-    dw.PARAM: _module_step("_parameters"),
-    dw.BUFFER: _module_step("_buffers"),
-    dw.CHILD: _module_step("_modules"),
-    dw.INDEX: lambda holder, i, path: f"{path}[{i}]",
-    dw.FIELD: _field_step,
-    dw.VALUE: _value_step,
+    sv.ATTR: _attr_step,
+    sv.MEMBER: lambda holder, name, path: f"{path}.{name}",
+    sv.SLOT: lambda holder, name, path: f"{path}.{name}",
+    sv.PARAM: _module_step("_parameters"),
+    sv.BUFFER: _module_step("_buffers"),
+    sv.CHILD: _module_step("_modules"),
+    sv.INDEX: lambda holder, i, path: f"{path}[{i}]",
+    sv.FIELD: _field_step,
+    sv.VALUE: _value_step,
     # A dict key or set member: the built-in iterator's __reduce__ lists them in iteration order.
-    dw.KEY: lambda holder, i, path: f"{path}.__iter__().__reduce__()[1][0][{i}]",
-    dw.GRAD: lambda holder, key, path: f"{path}.grad",
-    dw.STATE: lambda holder, key, path: f"{path}.__getstate__()",
-    dw.STATE_ITEM: _state_item_step,
-    dw.REDUCED: _reduced_step,
-    dw.REDUCED_ITEM: _reduced_item_step,
-    dw.REDUCED_KEY: lambda holder, i, path: f"list({expression(path)}[4])[{i}][0]",
-    dw.REDUCED_VALUE: lambda holder, i, path: f"list({expression(path)}[4])[{i}][1]",
+    sv.KEY: lambda holder, i, path: f"{path}.__iter__().__reduce__()[1][0][{i}]",
+    sv.GRAD: lambda holder, key, path: f"{path}.grad",
+    sv.STATE: lambda holder, key, path: f"{path}.__getstate__()",
+    sv.STATE_ITEM: _state_item_step,
+    sv.REDUCED: _reduced_step,
+    sv.REDUCED_ITEM: _reduced_item_step,
+    sv.REDUCED_KEY: lambda holder, i, path: f"list({expression(path)}[4])[{i}][0]",
+    sv.REDUCED_VALUE: lambda holder, i, path: f"list({expression(path)}[4])[{i}][1]",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
     {"errors", "tables", "tracebacks", "notebook", "kernels"},
-    {"deepcopy_walk", "paths", "causes", "diagnose"},
+    {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose"},
     {"copying", "graph_picture", "on_error"},
     {"graphs", "dataloading"},
     {"scenarios"},
