@@ -13,7 +13,7 @@ import multiprocessing
 
 import ipywidgets as widgets
 
-from graphleaf_edu.scenarios import NONE, SCENARIOS, Scenario
+from graphleaf_edu.scenarios import NONE, SCENARIOS, Scenario, require_scenario
 from graphleaf_edu.tables import escape, html_table
 from graphleaf_edu.views import (
     LOADER_TIMEOUT_S,
@@ -94,7 +94,7 @@ class ScenarioExplorer(_Explorer):
     """Pick a scenario and a fix, press deepcopy; after the first press every change re-runs at once."""
 
     def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | None = None):
-        _require_scenario(scenario)
+        require_scenario(scenario)
         self.scenario = widgets.Dropdown(options=[(s.title, s) for s in SCENARIOS.values()], value=scenario,
                                          description="scenario", layout=widgets.Layout(width=_WIDE))
         self.fix = widgets.Dropdown(options=_fix_options(scenario), value=scenario.fix(fix).key, description="fix",
@@ -147,11 +147,6 @@ class ScenarioExplorer(_Explorer):
 
 def _fix_options(scenario: Scenario) -> list[tuple[str, str]]:
     return [(f"{fix.key}: {fix.title}", fix.key) for fix in scenario.fixes]
-
-
-def _require_scenario(scenario: object) -> None:
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
 
 
 class LeafPlayground(_Explorer):
@@ -245,7 +240,7 @@ class FixComparisonExplorer(_Explorer):
     """Choose a model and see which fixes make it copyable, and what each one costs."""
 
     def __init__(self, scenario: Scenario, measure: Measure = fix_summary, task: Task | None = None):
-        _require_scenario(scenario)
+        require_scenario(scenario)
         models = model_scenarios()
         if scenario not in models:
             raise ValueError(f"fix_comparison() compares models; choose one of {[s.key for s in models]}, "

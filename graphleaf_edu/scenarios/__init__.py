@@ -8,6 +8,13 @@ scenario as ordinary Python (one module each), so what a widget shows is the cod
     (True, None)
 """
 from graphleaf_edu.scenarios.catalog import SCENARIOS
-from graphleaf_edu.scenarios.engine import NONE, ExpectedError, Fix, Outcome, Scenario
+from graphleaf_edu.scenarios.engine import (
+    NONE,
+    ExpectedError,
+    Fix,
+    Outcome,
+    Scenario,
+    require_scenario,
+)
 
-__all__ = ["NONE", "SCENARIOS", "ExpectedError", "Fix", "Outcome", "Scenario"]
+__all__ = ["NONE", "SCENARIOS", "ExpectedError", "Fix", "Outcome", "Scenario", "require_scenario"]

@@ -24,7 +24,7 @@ import torch
 from graphleaf_edu.errors import error_line, warning_line
 from graphleaf_edu.scenarios.source import shown_code
 
-__all__ = ["NONE", "ExpectedError", "Fix", "Outcome", "Scenario"]
+__all__ = ["NONE", "ExpectedError", "Fix", "Outcome", "Scenario", "require_scenario"]
 
 NONE = "none"
 Setup = Callable[[], dict[str, Any]]
@@ -211,6 +211,12 @@ class Scenario:
         with _recording(recorded):
             made = setup()
         return {**shown_code(setup, fix.copy).namespace(), **made}, recorded
+
+
+def require_scenario(scenario: object) -> None:
+    """Raise a ``TypeError`` that says what to pass, unless ``scenario`` is a ``Scenario`` (not its key)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
 
 
 def _call(copy: Callable[..., Any], namespace: dict[str, Any]) -> Any:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from graphleaf_edu.scenarios import SCENARIOS, Scenario
+from graphleaf_edu.scenarios import SCENARIOS, Scenario, require_scenario
 from graphleaf_edu.tables import escape, html_table, text_table
 from graphleaf_edu.views.common import cached, keeping_random_state
 
@@ -45,8 +45,7 @@ class FixComparison:
 
 def fix_comparison_view(scenario: Scenario, measure: Measure = fix_summary) -> FixComparison:
     """``measure(scenario, fix)`` for every fix of ``scenario`` (cached per measure: runs are seeded)."""
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
+    require_scenario(scenario)
     return _fix_comparison(scenario, measure)
 
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from graphleaf_edu.diagnose import describe, find_nonleaf, resolve
 from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
-from graphleaf_edu.scenarios import NONE, Outcome, Scenario
+from graphleaf_edu.scenarios import NONE, Outcome, Scenario, require_scenario
 from graphleaf_edu.views.common import (
     cached,
     keeping_random_state,
@@ -47,8 +47,7 @@ class ScenarioView:
 
 def scenario_view(scenario: Scenario, fix: str = NONE) -> ScenarioView:
     """Run ``fix`` of ``scenario`` (cached: the code is seeded) and describe what happened."""
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
+    require_scenario(scenario)
     return _scenario_view(scenario, scenario.fix(fix).key)
 
 
