@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 from graphleaf_edu import stored_values as sv
 from graphleaf_edu.deepcopy_reducers import ReducedParts
+from graphleaf_edu.deepcopy_walk import Node
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ _KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_pa
 _CONTAINERS = (dict, list, tuple, set, frozenset, ReducedParts)
 
 
-def diagnose(nodes: list, index: int) -> Cause:
+def diagnose(nodes: list[Node], index: int) -> Cause:
     """The cause of the non-leaf tensor at ``nodes[index]`` (a node of ``deepcopy_walk.walk``)."""
     _, parent, kind, key = nodes[index]
     if parent < 0:
@@ -166,14 +167,14 @@ def diagnose(nodes: list, index: int) -> Cause:
     return CONTAINED if owner is None else OBJECT_ATTRIBUTE
 
 
-def _owner(nodes: list, index: int) -> int:
+def _owner(nodes: list[Node], index: int) -> int:
     """The nearest enclosing object that is not a plain container (-1: containers up to the root)."""
     while index >= 0 and isinstance(nodes[index][0], _CONTAINERS):
         index = nodes[index][1]
     return index
 
 
-def _names_between(nodes: list, owner: int, index: int) -> list[str]:
+def _names_between(nodes: list[Node], owner: int, index: int) -> list[str]:
     """The attribute names and string keys on the way from the owner down to the tensor."""
     names = []
     while index > owner and index > 0:
@@ -186,7 +187,7 @@ def _names_between(nodes: list, owner: int, index: int) -> list[str]:
     return names
 
 
-def _through_hook(nodes: list, index: int) -> Cause | None:
+def _through_hook(nodes: list[Node], index: int) -> Cause | None:
     """A path through a module's hook dict into a bound method's ``self`` (BYOL-style wrappers)."""
     through_self = False
     while index > 0:
@@ -203,7 +204,7 @@ def _is_graph_module(module: nn.Module) -> bool:
     return any(klass.__module__ == "torch.fx.graph_module" for klass in type(module).__mro__)
 
 
-def _parameter_cause(nodes: list, module_index: int, name: str) -> Cause:
+def _parameter_cause(nodes: list[Node], module_index: int, name: str) -> Cause:
     """DataParallel replicas are marked ``_is_replica``; WeightDrop keeps ``<name>_raw`` on the
     module or on the wrapper around it; any other computed parameter is a fast weight."""
     stored = sv.instance_dict(nodes[module_index][0])

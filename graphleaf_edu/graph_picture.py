@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +122,7 @@ class AutogradGraph:
 
     @property
     def source(self) -> str:
-        return self._digraph.source
+        return str(self._digraph.source)
 
     def outline(self) -> str:
         """The picture as text: one line per node with its kind and the nodes pointing at it."""
@@ -150,7 +151,7 @@ class AutogradGraph:
                 raise GraphvizNotFoundError(_INSTALL_HINT) from err
         return self._rendered[fmt]
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
         try:
             bundle = {"image/svg+xml": self.svg(),
                       "image/png": base64.b64encode(self.png()).decode("ascii")}
@@ -208,7 +209,7 @@ def _style(kind: str, mark: str | None) -> dict[str, str]:
     return style
 
 
-def _legend_entries(nodes) -> list[tuple[str, str | None, str]]:
+def _legend_entries(nodes: Iterable[Node]) -> list[tuple[str, str | None, str]]:
     present = {"always"} | {node.kind for node in nodes} | {node.mark for node in nodes}
     return [(kind, mark, label) for shown_when, kind, mark, label in _LEGEND
             if shown_when in present]

@@ -10,7 +10,7 @@ A highlighted tensor is marked with ``diagnose.deepcopy_blocker``'s verdict.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +37,8 @@ __all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundE
            "leaves_behind"]
 
 
+GradFn = Any  # a grad_fn node (torch.autograd.graph.Node); its saved values are read by name
+
 # A straight run of more grad_fn nodes than this is drawn as its two ends and a note.
 _LONGEST_CHAIN = 30
 _CHAIN_END = 5
@@ -48,8 +50,10 @@ class GraphFreedError(RuntimeError):
     """The saved tensors to show were already freed by ``backward()``."""
 
 
-def draw(root, *, names=None, highlight=None, show_attrs=False, show_saved=False,
-         collapse_chains=True) -> AutogradGraph:
+def draw(root: torch.Tensor | Sequence[torch.Tensor], *,
+         names: Mapping[str, torch.Tensor] | torch.nn.Module | Sequence[Mapping[str, torch.Tensor] | torch.nn.Module] | None = None,
+         highlight: torch.Tensor | Sequence[torch.Tensor] | None = None, show_attrs: bool = False,
+         show_saved: bool = False, collapse_chains: bool = True) -> AutogradGraph:
     """Draw the autograd graph behind ``root``: leaves, ``grad_fn`` nodes and the tensors named.
 
     Torchviz's conventions (tensor boxes labelled by shape, backward nodes named by class,
@@ -152,7 +156,7 @@ class _Builder:
         self._alive.append(obj)
         return node_id
 
-    def _tensor_node(self, tensor: torch.Tensor, default_name: str, kind: str | None = None):
+    def _tensor_node(self, tensor: torch.Tensor, default_name: str, kind: str | None = None) -> tuple[str, bool]:
         if id(tensor) in self._ids:
             return self._ids[id(tensor)], False
         node_id = self._new_id(tensor)
@@ -162,13 +166,13 @@ class _Builder:
         self.nodes[node_id] = Node(kind, _tensor_label(name, tensor))
         return node_id, True
 
-    def _fn_node(self, fn) -> str:
+    def _fn_node(self, fn: GradFn) -> str:
         if id(fn) not in self._ids:
             label = _attrs_label(fn) if self._show_attrs else type(fn).__name__
             self.nodes[self._new_id(fn)] = Node("grad_fn", label)
         return self._ids[id(fn)]
 
-    def _walk(self, start) -> str:
+    def _walk(self, start: GradFn) -> str:
         for fn, inputs in grad_fn_walk([start], walked=self._walked):
             fn_id = self._fn_node(fn)
             leaf = _leaf_of(fn)
@@ -205,21 +209,22 @@ def leaves_behind(roots: Iterable[torch.Tensor]) -> list[torch.Tensor]:
     return [leaf for leaf in leaves if leaf is not None]
 
 
-def _leaf_of(fn) -> torch.Tensor | None:
+def _leaf_of(fn: GradFn) -> torch.Tensor | None:
     """The leaf an ``AccumulateGrad`` node accumulates into; None for any other node."""
     return getattr(fn, "variable", None)
 
 
-def _tensors(value, what: str) -> list[torch.Tensor]:
-    items = list(value) if isinstance(value, (tuple, list)) else [value]
-    for item in items:
+def _tensors(value: object, what: str) -> list[torch.Tensor]:
+    tensors = []
+    for item in list(value) if isinstance(value, (tuple, list)) else [value]:
         if not isinstance(item, torch.Tensor):
             raise TypeError(f"{what} must be a tensor or a tuple/list of tensors; "
                             f"got {type(item).__name__}. Pass the tensor itself, e.g. draw(y).")
-    return items
+        tensors.append(item)
+    return tensors
 
 
-def _names_by_id(names) -> dict[int, tuple[torch.Tensor, list[str]]]:
+def _names_by_id(names: object) -> dict[int, tuple[torch.Tensor, list[str]]]:
     """``{id(tensor): (tensor, [names])}``: a tensor given several names shows them all."""
     sources = names if isinstance(names, (list, tuple)) else [] if names is None else [names]
     labels: dict[int, tuple[torch.Tensor, list[str]]] = {}
@@ -232,7 +237,7 @@ def _names_by_id(names) -> dict[int, tuple[torch.Tensor, list[str]]]:
     return labels
 
 
-def _pairs(source) -> list[tuple[str, torch.Tensor]]:
+def _pairs(source: object) -> list[tuple[str, torch.Tensor]]:
     if not isinstance(source, Mapping):
         raise TypeError("names must be a {name: tensor} dict, an nn.Module, or a list of these; "
                         f"got {type(source).__name__}.")
@@ -249,7 +254,7 @@ def _tensor_label(name: str, tensor: torch.Tensor) -> str:
     return f"{escape(name)}{BR}{details}" if name else details
 
 
-def _read_saved(fn, attr: str):
+def _read_saved(fn: GradFn, attr: str) -> object:
     try:
         return getattr(fn, attr)
     except RuntimeError as err:
@@ -258,7 +263,7 @@ def _read_saved(fn, attr: str):
         return _FREED
 
 
-def _saved_values(fn) -> list[tuple[str, object]]:
+def _saved_values(fn: GradFn) -> list[tuple[str, object]]:
     values = [(attr[len(SAVED_PREFIX):], _read_saved(fn, attr))
               for attr in dir(fn) if attr.startswith(SAVED_PREFIX)]
     if isinstance(fn, torch.autograd.function.BackwardCFunction):  # a custom autograd.Function
@@ -266,7 +271,7 @@ def _saved_values(fn) -> list[tuple[str, object]]:
     return values
 
 
-def _saved_tensors(fn) -> list[tuple[str, torch.Tensor]]:
+def _saved_tensors(fn: GradFn) -> list[tuple[str, torch.Tensor]]:
     found = []
     for name, value in _saved_values(fn):
         if value is _FREED:
@@ -282,7 +287,7 @@ def _saved_tensors(fn) -> list[tuple[str, torch.Tensor]]:
     return found
 
 
-def _attrs_label(fn) -> str:
+def _attrs_label(fn: GradFn) -> str:
     rows = [(name, _attr_text(value)) for name, value in _saved_values(fn)]
     title = type(fn).__name__
     if not rows:
@@ -293,7 +298,7 @@ def _attrs_label(fn) -> str:
     return BR.join([title, rule, ""]) + "".join(line + LEFT_BR for line in lines)
 
 
-def _attr_text(value) -> str:
+def _attr_text(value: object) -> str:
     if value is _FREED:
         return "[freed by backward()]"
     if isinstance(value, torch.Tensor):
@@ -304,7 +309,7 @@ def _attr_text(value) -> str:
     return text if len(text) <= _MAX_ATTR_CHARS else text[:_MAX_ATTR_CHARS - 3] + "..."
 
 
-def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]):
+def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]) -> tuple[dict[str, Node], list[Edge], int]:
     """Replace the middle of each straight run of over ``_LONGEST_CHAIN`` grad_fns by a note."""
     into, out_of = defaultdict(list), defaultdict(list)
     for edge in edges:

@@ -14,13 +14,16 @@ import keyword
 import math
 import tokenize
 from collections import namedtuple
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from torch import nn
 
 from graphleaf_edu import stored_values as sv
+from graphleaf_edu.deepcopy_walk import Node
 
-_TUPLEGETTER = type(namedtuple("_Probe", "field").field)
+Step = Callable[[Any, Any, str], str]  # (holder, key, path so far) -> path
+_TUPLEGETTER = type(namedtuple("_Probe", "field").__dict__["field"])
 
 
 def expression(path: str) -> str:
@@ -28,8 +31,8 @@ def expression(path: str) -> str:
     return path if path[:1].isalpha() else "root" + path
 
 
-def render_path(nodes: list, index: int) -> str:
-    steps = []
+def render_path(nodes: list[Node], index: int) -> str:
+    steps: list[tuple[Any, str, Any]] = []
     while index > 0:
         _, parent, kind, key = nodes[index]
         steps.append((nodes[parent][0], kind, key))
@@ -46,7 +49,7 @@ def _attr_step(holder: Any, name: str, path: str) -> str:
     return f"{path}.__dict__[{name!r}]"
 
 
-def _module_step(store: str):
+def _module_step(store: str) -> Step:
     def step(module: nn.Module, name: str, path: str) -> str:
         if store == "_modules":
             indexed = _container_index(module, name)
@@ -74,14 +77,14 @@ def _container_index(module: nn.Module, name: str) -> str | None:
     return None
 
 
-def _field_step(holder: tuple, key: tuple[int, str], path: str) -> str:
+def _field_step(holder: tuple[Any, ...], key: tuple[int, str], path: str) -> str:
     i, name = key
     if _is_plain_name(name) and isinstance(sv.class_lookup(type(holder), name), _TUPLEGETTER):
         return f"{path}.{name}"
     return f"{path}[{i}]"
 
 
-def _value_step(holder: dict, key: tuple[int, Any], path: str) -> str:
+def _value_step(holder: dict[Any, Any], key: tuple[int, Any], path: str) -> str:
     i, dict_key = key
     if _is_literal(dict_key):
         return f"{path}[{dict_key!r}]"
@@ -91,7 +94,8 @@ def _value_step(holder: dict, key: tuple[int, Any], path: str) -> str:
 def _state_item_step(holder: Any, key: Any, path: str) -> str:
     if _is_literal(key):
         return f"{path}.__getstate__()[{key!r}]"
-    return f"list({expression(path)}.__getstate__().values())[{list(type(holder).__getstate__(holder)).index(key)}]"
+    getstate: Any = type(holder).__getstate__
+    return f"list({expression(path)}.__getstate__().values())[{list(getstate(holder)).index(key)}]"
 
 
 def _reduced_step(holder: Any, how: str, path: str) -> str:
@@ -100,14 +104,14 @@ def _reduced_step(holder: Any, how: str, path: str) -> str:
     return f"{path}.__reduce_ex__(4)"
 
 
-def _reduced_item_step(holder: tuple, key: tuple[int, int | None], path: str) -> str:
+def _reduced_item_step(holder: tuple[Any, ...], key: tuple[int, int | None], path: str) -> str:
     part, i = key
     if part == 3:  # list items come from an iterator
         return f"list({expression(path)}[3])[{i}]"
     return f"{path}[{part}]" + ("" if i is None else f"[{i}]")
 
 
-_STEPS = {
+_STEPS: dict[str, Step] = {
     sv.ATTR: _attr_step,
     sv.MEMBER: lambda holder, name, path: f"{path}.{name}",
     sv.SLOT: lambda holder, name, path: f"{path}.{name}",
@@ -197,8 +201,9 @@ def resolve(root: Any, path: str) -> Any:
 _PATH_CALLS = {"__iter__": (), "__reduce__": (), "__getstate__": (), "values": (), "__reduce_ex__": (4,)}
 
 
-def _matching_brackets(tokens: list) -> dict[int, int]:
-    closing, stack = {}, []
+def _matching_brackets(tokens: list[tokenize.TokenInfo]) -> dict[int, int]:
+    closing: dict[int, int] = {}
+    stack: list[int] = []
     for index, token in enumerate(tokens):
         if token.string in ("(", "["):
             stack.append(index)
@@ -212,10 +217,10 @@ def _matching_brackets(tokens: list) -> dict[int, int]:
 class _PathWalker:
     """Evaluates the small expression language of paths, left to right, without ``eval``."""
 
-    def __init__(self, root: Any, text: str, tokens: list, closing: dict[int, int]):
+    def __init__(self, root: Any, text: str, tokens: list[tokenize.TokenInfo], closing: dict[int, int]) -> None:
         self.root, self.text, self.tokens, self.closing = root, text, tokens, closing
 
-    def refuse(self, index: int):
+    def refuse(self, index: int) -> NoReturn:
         where = self.tokens[index].start[1] if index < len(self.tokens) else len(self.text)
         raise ValueError(
             f"resolve(): cannot follow {self.text[:80]!r} at {self.text[where:where + 20]!r}: "

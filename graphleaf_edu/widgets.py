@@ -10,9 +10,11 @@ and a "solved" sign once its view shows a solution.
 from __future__ import annotations
 
 import multiprocessing
+from typing import Any
 
 import ipywidgets as widgets
 
+from graphleaf_edu.dataloading import LoaderOutcome
 from graphleaf_edu.scenarios import NONE, SCENARIOS, Scenario, require_scenario
 from graphleaf_edu.tables import escape, html_table
 from graphleaf_edu.views import (
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 _WIDE = "min(100%, 44em)"
+Change = dict[str, Any]  # what ipywidgets passes an observer: "new", "old", "owner", ...
 
 
 def _pre(text: str) -> str:
@@ -68,7 +71,7 @@ def _show_picture(image: widgets.Image, svg: bytes | None) -> None:
         image.layout.display = None
 
 
-class _Explorer(widgets.VBox):
+class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """A box of controls and outputs, with the task (if any) on top and its "solved" sign."""
 
     def __init__(self, children: list[widgets.Widget], css_class: str, task: Task | None):
@@ -78,7 +81,7 @@ class _Explorer(widgets.VBox):
         self.add_class(css_class)
         self._show_task(None)
 
-    def _show_task(self, view) -> None:
+    def _show_task(self, view: object) -> None:
         if self.task is None:
             return
         prompt, _, sign = self.task.status(view).partition("\n")
@@ -113,7 +116,7 @@ class ScenarioExplorer(_Explorer):
                          "graphleaf-scenario-explorer", task)
         self._refresh()
 
-    def _on_scenario(self, change) -> None:
+    def _on_scenario(self, change: Change) -> None:
         self._switching = True
         try:
             self.fix.options = _fix_options(change["new"])
@@ -122,11 +125,11 @@ class ScenarioExplorer(_Explorer):
             self._switching = False
         self._refresh()
 
-    def _on_fix(self, change) -> None:
+    def _on_fix(self, change: Change) -> None:
         if not self._switching:
             self._refresh()
 
-    def _on_deepcopy(self, _button) -> None:
+    def _on_deepcopy(self, _button: widgets.Button) -> None:
         self._live = True
         self._refresh()
 
@@ -169,7 +172,7 @@ class LeafPlayground(_Explorer):
                           self.message, self.info, self.graph], "graphleaf-leaf-playground", task)
         self._refresh()
 
-    def _on_example(self, change) -> None:
+    def _on_example(self, change: Change) -> None:
         if change["new"] in PLAYGROUND_EXAMPLES:
             self.expression.value = change["new"]
 
@@ -210,10 +213,10 @@ class DataLoaderLab(_Explorer):
         ], "graphleaf-dataloader-lab", task)
 
     @property
-    def history(self):
+    def history(self) -> tuple[LoaderOutcome, ...]:
         return self.view.history if self.view else ()
 
-    def _on_run(self, _button) -> None:
+    def _on_run(self, _button: widgets.Button) -> None:
         self.run.disabled = True
         self.status.value = "<b>running…</b> (worker processes are starting)"
         try:
@@ -231,7 +234,7 @@ class DataLoaderLab(_Explorer):
         self.table.value = self.view.html_table()
         self._show_task(self.view)
 
-    def _on_clear(self, _button) -> None:
+    def _on_clear(self, _button: widgets.Button) -> None:
         self.view = None
         self.table.value = ""
 

@@ -1,6 +1,7 @@
 """What every view shares: pictures (rendered once, cache bounded), seeded runs, tensor text, tasks."""
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -52,7 +53,7 @@ def clear_caches() -> None:
         clear()
 
 
-def keeping_random_state():
+def keeping_random_state() -> contextlib.AbstractContextManager[None]:
     """The scenarios seed torch: a click in an explorer must not change the notebook's random numbers."""
     return torch.random.fork_rng(devices=[])
 
