@@ -57,6 +57,8 @@ NOT_CORE = {
     "10_on_the_gpu.ipynb": "a GPU lesson: on this CPU-only hub it only prints what a GPU would show",
 }
 SAMPLE_EVERY_S = 4.0
+# A phase that runs longer has a stuck student: counted as that student's failure, never a hang.
+PHASE_TIMEOUT_S = 1800
 MB = 2**20
 
 
@@ -167,43 +169,52 @@ class StudentRun:
         return sum(lesson["open_s"] + lesson["run_s"] for lesson in self.lessons.values())
 
 
-async def student_session(student: Student, link: str | None, paths: list[str], keep_last_open: bool) -> StudentRun:
-    """One student's class: log in and start the server (unless running), pull, Run All each lesson."""
+async def student_session(student: Student, link: str | None, paths: list[str], keep_last_open: bool,
+                          timeout_s: float) -> StudentRun:
+    """One student's class: log in and start the server (unless running), pull, Run All each lesson;
+    a step still going after ``timeout_s`` counts as the student's failure."""
     run = StudentRun(student.name)
-    uid = pwd.getpwnam(student.name).pw_uid
     try:
-        await student.log_in()
-        if link is not None:
-            run.step = "start server"
-            started = time.perf_counter()
-            await student.start_server()
-            run.server_s = time.perf_counter() - started
-            run.step = "pull"
-            started = time.perf_counter()
-            await student.pull(link)
-            run.pull_s = time.perf_counter() - started
-            run.server_pss_mb = pss_by_account({uid: student.name})[student.name]
-        for number, path in enumerate(paths, start=1):
-            run.step = path
-            notebook = await student.notebook(path)
-            kernel = await student.open(path)
-            result = await kernel.run_all(code_cells(notebook))
-            run.lessons[path.rsplit("/", 1)[-1]] = {
-                "open_s": kernel.ready_s, "run_s": result.run_s, "cells": len(result.cells),
-                "kernel_cpu_s": kernel_cpu_seconds(uid, kernel.id),
-                "failed_cells": [f"cell {c.index}: {c.status} {c.error}".strip() for c in result.failures]}
-            run.errors += [f"{path}: cell {c.index} {c.status} {c.error}".strip() for c in result.failures]
-            if keep_last_open and number == len(paths):
-                run.open_kernel = kernel
-            else:
-                await kernel.shut_down()
+        await asyncio.wait_for(_student_steps(student, run, link, paths, keep_last_open), timeout_s)
     except Exception as error:  # noqa: BLE001 -- every student's failure is counted, none stops the class
+        if isinstance(error, TimeoutError):
+            error = TimeoutError(f"not done within the phase's {timeout_s:.0f} s")
         run.errors.append(f"{run.step}: {type(error).__name__}: {error} (at {time.strftime('%H:%M:%S')})")
     return run
 
 
+async def _student_steps(student: Student, run: StudentRun, link: str | None, paths: list[str],
+                         keep_last_open: bool) -> None:
+    uid = pwd.getpwnam(student.name).pw_uid
+    await student.log_in()
+    if link is not None:
+        run.step = "start server"
+        started = time.perf_counter()
+        await student.start_server()
+        run.server_s = time.perf_counter() - started
+        run.step = "pull"
+        started = time.perf_counter()
+        await student.pull(link)
+        run.pull_s = time.perf_counter() - started
+        run.server_pss_mb = pss_by_account({uid: student.name})[student.name]
+    for number, path in enumerate(paths, start=1):
+        run.step = path
+        notebook = await student.notebook(path)
+        kernel = await student.open(path)
+        result = await kernel.run_all(code_cells(notebook))
+        run.lessons[path.rsplit("/", 1)[-1]] = {
+            "open_s": kernel.ready_s, "run_s": result.run_s, "cells": len(result.cells),
+            "kernel_cpu_s": kernel_cpu_seconds(uid, kernel.id),
+            "failed_cells": [f"cell {c.index}: {c.status} {c.error}".strip() for c in result.failures]}
+        run.errors += [f"{path}: cell {c.index} {c.status} {c.error}".strip() for c in result.failures]
+        if keep_last_open and number == len(paths):
+            run.open_kernel = kernel
+        else:
+            await kernel.shut_down()
+
+
 async def class_session(classroom: Classroom, names: list[str], password: str, paths: list[str], *,
-                        pull: bool, sampler: MemorySampler) -> dict:
+                        pull: bool, sampler: MemorySampler, timeout_s: float = PHASE_TIMEOUT_S) -> dict:
     """All ``names`` at once through ``paths``; the phase's figures and failures."""
     link = course.pull_link(classroom.url, classroom.course_repository) if pull else None
     uids = {name: pwd.getpwnam(name).pw_uid for name in names}
@@ -212,7 +223,8 @@ async def class_session(classroom: Classroom, names: list[str], password: str, p
     since = time.monotonic()
     started = time.perf_counter()
     try:
-        runs = await asyncio.gather(*(student_session(s, link, paths, keep_last_open=True) for s in students))
+        runs = await asyncio.gather(*(student_session(s, link, paths, keep_last_open=True, timeout_s=timeout_s)
+                                       for s in students))
         wall_s = time.perf_counter() - started
         until = time.monotonic()
         await asyncio.sleep(1.0)  # let the last kernels settle before reading them

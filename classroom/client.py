@@ -25,9 +25,10 @@ from tornado.websocket import websocket_connect
 
 LESSON_TIMEOUT_S = 900
 REQUEST_TIMEOUT_S = 600
+# A kernel starting on a machine where a whole class starts kernels can take minutes to answer.
+KERNEL_READY_TIMEOUT_S = 300
 # Status messages the server sends (without a parent) when a kernel dies or is restarted under it.
 DEATH = {"dead", "restarting", "autorestarting"}
-RESTART_TRIES = 10
 
 
 class ClassroomError(RuntimeError):
@@ -186,13 +187,21 @@ class Kernel:
         self.socket = None
         self.ready_s = 0.0
 
-    async def connect(self) -> None:
+    async def connect(self, timeout_s: float = KERNEL_READY_TIMEOUT_S) -> None:
+        """Open the kernel's websocket and wait for its answer to kernel_info. The server holds a new
+        websocket until a restart in progress has finished, so the answer comes from the kernel as
+        it is now."""
         url = (self.student.hub_url.replace("http", "ws", 1)
                + f"{self.student.server_path}/api/kernels/{self.id}/channels?session_id={self.client_session}")
-        self.socket = await websocket_connect(HTTPRequest(url, headers=self.student._auth(),
-                                                          request_timeout=REQUEST_TIMEOUT_S),
-                                              max_message_size=256 * 2**20)
-        await self.request("kernel_info_request", {}, timeout_s=REQUEST_TIMEOUT_S)
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.socket = await asyncio.wait_for(
+                websocket_connect(HTTPRequest(url, headers=self.student._auth(), request_timeout=timeout_s),
+                                  max_message_size=256 * 2**20), timeout_s)
+        except TimeoutError:
+            raise ClassroomError(f"{self.student.name}: kernel {self.id}'s websocket did not open "
+                                 f"within {timeout_s:.0f} s") from None
+        await self.request("kernel_info_request", {}, timeout_s=max(1.0, deadline - time.monotonic()))
 
     def _message(self, msg_type: str, content: dict) -> dict:
         return {"header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": self.client_session,
@@ -205,8 +214,16 @@ class Kernel:
         await self.socket.write_message(json.dumps(message))
         return message["header"]["msg_id"]
 
-    async def receive(self, timeout_s: float) -> dict:
-        frame = await asyncio.wait_for(self.socket.read_message(), timeout_s)
+    async def receive(self, deadline: float, waiting_for: str) -> dict:
+        """The next message, or a ClassroomError once ``deadline`` (time.monotonic) has passed."""
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            frame = await asyncio.wait_for(self.socket.read_message(), left)
+        except TimeoutError:
+            raise ClassroomError(f"{self.student.name}: kernel {self.id} gave no {waiting_for} in time "
+                                 f"(the deadline passed at {time.strftime('%H:%M:%S')})") from None
         if frame is None:
             raise ClassroomError(f"{self.student.name}: the kernel's websocket closed "
                                  f"(code {self.socket.close_code}, {self.socket.close_reason!r})")
@@ -220,7 +237,7 @@ class Kernel:
         msg_id = await self.send(msg_type, content)
         deadline = time.monotonic() + timeout_s
         while True:
-            message = await self.receive(max(0.1, deadline - time.monotonic()))
+            message = await self.receive(deadline, f"{msg_type.replace('_request', '_reply')} within {timeout_s:.0f} s")
             if message.get("channel") == "shell" and message["parent_header"].get("msg_id") == msg_id:
                 return message
 
@@ -230,7 +247,7 @@ class Kernel:
         printed, status, idle = [], "", False
         deadline = time.monotonic() + timeout_s
         while not (status and idle):
-            message = await self.receive(max(0.1, deadline - time.monotonic()))
+            message = await self.receive(deadline, f"end of execution within {timeout_s:.0f} s")
             if message["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = message["header"]["msg_type"], message["content"]
@@ -257,7 +274,8 @@ class Kernel:
         replies, idle = 0, set()
         deadline = time.monotonic() + timeout_s
         while replies < len(pending) or len(idle) < len(pending):
-            message = await self.receive(max(0.1, deadline - time.monotonic()))
+            message = await self.receive(deadline, f"end of Run All ({replies} of {len(pending)} cells "
+                                                   f"answered) within {timeout_s:.0f} s")
             cell = pending.get(message["parent_header"].get("msg_id"))
             if cell is None:
                 continue
@@ -271,29 +289,27 @@ class Kernel:
                 idle.add(cell.index)
         return RunAll(self.ready_s, time.perf_counter() - started, list(pending.values()))
 
-    async def wait_until_alive(self, timeout_s: float = 120) -> None:
-        """After a death, the server restarts the kernel by itself: wait until it says idle or busy
-        (JupyterLab's status light), as a student would before pressing Restart."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            answer = await self.student.http.get(f"{self.student.server_path}/api/kernels/{self.id}",
-                                                 headers=self.student._auth())
-            if answer.status_code == 200 and answer.json().get("execution_state") in ("idle", "busy"):
-                return
-            await asyncio.sleep(0.5)
-        raise KernelDied(f"{self.student.name}: kernel {self.id} did not come back within {timeout_s} s")
-
-    async def restart(self) -> None:
-        """The Restart Kernel menu: the server restarts the process, the notebook reconnects."""
-        for _ in range(RESTART_TRIES):
-            answer = await self.student.http.post(f"{self.student.server_path}/api/kernels/{self.id}/restart",
-                                                  headers=self.student._auth())
-            if answer.status_code != 500:  # 500: the server's own restart of a dead kernel is still settling
-                break
-            await asyncio.sleep(1)  # JupyterLab shows the error; the student presses Restart again
-        answer.raise_for_status()
+    async def reconnect_after_death(self, timeout_s: float = KERNEL_READY_TIMEOUT_S) -> None:
+        """After a death the server restarts the kernel by itself (JupyterLab: "Kernel Restarting");
+        the notebook reconnects, and the kernel is back once it answers kernel_info. Only then may
+        the student press Restart: the server does not serialise its own restart and the student's,
+        and pressed during its own, Restart starts a second kernel process on the same connection file."""
         self.socket.close()
-        await self.connect()
+        await self.connect(timeout_s)
+
+    async def restart(self, timeout_s: float = KERNEL_READY_TIMEOUT_S) -> None:
+        """The Restart Kernel menu: the server restarts the process, the notebook reconnects."""
+        try:
+            answer = await self.student.http.post(f"{self.student.server_path}/api/kernels/{self.id}/restart",
+                                                  headers=self.student._auth(), timeout=timeout_s)
+        except httpx.TimeoutException:
+            raise ClassroomError(f"{self.student.name}: Restart of kernel {self.id} got no answer "
+                                 f"within {timeout_s:.0f} s") from None
+        if answer.status_code != 200:
+            raise ClassroomError(f"{self.student.name}: Restart of kernel {self.id} refused "
+                                 f"({answer.status_code}: {answer.text[:200]})")
+        self.socket.close()
+        await self.connect(timeout_s)
 
     async def shut_down(self) -> None:
         """Close the notebook and shut its kernel down (deleting the session)."""

@@ -72,10 +72,13 @@ def start(classroom: Classroom, students: int, cull_timeout_s: int = CULL_TIMEOU
     classroom.settings_file.write_text(json.dumps({
         "hub_port": classroom.hub_port, "server_ports": classroom.server_ports, "students": names,
         "hub_folder": str(classroom.hub_folder), "environment": classroom.environment, "proxy_command": str(PROXY),
-        "cull_timeout_s": cull_timeout_s, "cull_every_s": max(1, min(300, cull_timeout_s // 2)),
-    }, indent=1) + "\n")
+        **_culling(cull_timeout_s)}, indent=1) + "\n")
     launch_hub(classroom)
     return names
+
+
+def _culling(timeout_s: int) -> dict:
+    return {"cull_timeout_s": timeout_s, "cull_every_s": max(1, min(300, timeout_s // 2))}
 
 
 def password(classroom: Classroom) -> str:
@@ -140,8 +143,13 @@ def stop_hub(classroom: Classroom) -> None:
         process.kill()
 
 
-def restart_hub(classroom: Classroom) -> None:
+def restart_hub(classroom: Classroom, cull_timeout_s: int | None = None) -> None:
+    """Stop and start the hub (and its proxy and culler); with ``cull_timeout_s``, the culler's new
+    idle timeout."""
     stop_hub(classroom)
+    if cull_timeout_s is not None:
+        settings = json.loads(classroom.settings_file.read_text())
+        classroom.settings_file.write_text(json.dumps({**settings, **_culling(cull_timeout_s)}, indent=1) + "\n")
     launch_hub(classroom)
 
 

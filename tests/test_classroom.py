@@ -15,6 +15,7 @@ import pwd
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import nbformat
@@ -33,6 +34,9 @@ pytestmark = [
 CLASSROOM = CLASSROOMS["test"]
 FIRST_LESSON = f"{COURSE_NAME}/notebooks/00_start_here.ipynb"
 LONG_LESSON = f"{COURSE_NAME}/notebooks/02_what_deepcopy_does.ipynb"
+# Every student action of a test is bounded: a stuck kernel or server fails its test with a message.
+ACTION_TIMEOUT_S = 240
+CULL_TIMEOUT_S = 20
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +53,9 @@ def class_of_two():
             hub.stop(CLASSROOM)
 
 
-def as_student(name: str, action):
-    """Run ``action(student)`` with a logged-in student in a fresh event loop."""
+def as_student(name: str, action, timeout_s: float = ACTION_TIMEOUT_S):
+    """Run ``action(student)`` with a logged-in student in a fresh event loop; fails (never hangs)
+    when the action takes longer than ``timeout_s``."""
     async def session():
         student = Student(CLASSROOM.url, name, hub.password(CLASSROOM))
         try:
@@ -58,7 +63,34 @@ def as_student(name: str, action):
             return await action(student)
         finally:
             await student.close()
-    return asyncio.run(session())
+
+    async def bounded():
+        try:
+            return await asyncio.wait_for(session(), timeout_s)
+        except TimeoutError:
+            pytest.fail(f"{name}: {action.__name__} did not finish within {timeout_s:.0f} s")
+    return asyncio.run(bounded())
+
+
+def live_processes(uid: int, part_of_command: str) -> list[psutil.Process]:
+    """The account's processes, zombies left out (a server outliving a hub restart is reparented,
+    and its new parent may reap it late), whose command line contains ``part_of_command``."""
+    found = []
+    for process in accounts.processes(uid):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and part_of_command in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:  # ended meanwhile
+            continue
+    return found
+
+
+def kernel_processes(uid: int, kernel_id: str) -> list[psutil.Process]:
+    return live_processes(uid, kernel_id)
+
+
+def single_user_servers(uid: int) -> list[psutil.Process]:
+    return live_processes(uid, "jupyterhub-singleuser")
 
 
 def test_the_class_logs_in_pulls_and_runs_a_lesson_at_once(class_of_two):
@@ -68,7 +100,7 @@ def test_the_class_logs_in_pulls_and_runs_a_lesson_at_once(class_of_two):
     uids = {pwd.getpwnam(name).pw_uid: name for name in class_of_two}
     with MemorySampler(uids) as sampler:
         phase = asyncio.run(class_session(CLASSROOM, class_of_two, hub.password(CLASSROOM), [FIRST_LESSON],
-                                          pull=True, sampler=sampler))
+                                          pull=True, sampler=sampler, timeout_s=ACTION_TIMEOUT_S))
     assert phase["failures"] == []
     assert phase["students"] == 2 and phase["run_all_s"]["n"] == 2
     lesson = phase["lessons"]["00_start_here.ipynb"]
@@ -111,20 +143,25 @@ def test_a_kernel_that_dies_mid_lesson_comes_back_with_a_restart(class_of_two):
             assert (await kernel.execute("progress = 'half way'"))[0] == "ok"
             running = asyncio.ensure_future(kernel.run_all([("import time; time.sleep(120)", False)], timeout_s=60))
             await asyncio.sleep(1)
-            process = next(p for p in accounts.processes(uid) if any(kernel.id in part for part in p.cmdline()))
+            [process] = kernel_processes(uid, kernel.id)
             process.send_signal(signal.SIGKILL)  # what the out-of-memory killer does
             with pytest.raises(KernelDied):
                 await running  # the server tells the notebook its kernel died
-            await kernel.wait_until_alive()  # the server restarts it by itself ("Kernel Restarting")
-            await kernel.restart()  # the student's Restart, once the status light says idle
-            after_restart = await kernel.execute("print('progress' in globals())")
-            rerun = await kernel.run_all(code_cells(notebook))
-            return process.pid, after_restart, rerun, await student.server_is_running()
+            await kernel.reconnect_after_death(timeout_s=120)  # the server restarts it by itself
+            after_autorestart = kernel_processes(uid, kernel.id)
+            await kernel.restart(timeout_s=120)  # then the student presses Restart
+            after_restart = await kernel.execute("print('progress' in globals())", timeout_s=60)
+            processes = kernel_processes(uid, kernel.id)
+            rerun = await kernel.run_all(code_cells(notebook), timeout_s=120)
+            return process.pid, after_autorestart, processes, after_restart, rerun, await student.server_is_running()
         finally:
             await kernel.shut_down()
 
-    dead_pid, after_restart, rerun, server_running = as_student(name, lesson_with_a_crash)
+    dead_pid, after_autorestart, processes, after_restart, rerun, server_running = as_student(
+        name, lesson_with_a_crash)
     assert not psutil.pid_exists(dead_pid) or psutil.Process(dead_pid).status() == psutil.STATUS_ZOMBIE
+    assert [p.pid for p in after_autorestart] != [dead_pid] and len(after_autorestart) == 1
+    assert len(processes) == 1, f"one kernel process after the restart, not {[p.cmdline() for p in processes]}"
     assert after_restart == ("ok", "False\n"), "a restart gives a fresh kernel: Run All again to rebuild it"
     assert rerun.failures == [] and len(rerun.cells) > 5
     assert server_running
@@ -190,12 +227,12 @@ def test_a_hub_restart_loses_nobodys_work(class_of_two):
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("work = 41")])
         await student.save_notebook(saved, json.loads(nbformat.writes(notebook)))
         kernel = await student.open(saved)
-        assert (await kernel.execute("work = 41"))[0] == "ok"
+        assert (await kernel.execute("work = 41", timeout_s=120))[0] == "ok"
         kernel.socket.close()
         return kernel.session_id, kernel.id
 
     session_id, kernel_id = as_student(name, work)
-    server = next(p for p in accounts.processes(uid) if "jupyterhub-singleuser" in " ".join(p.cmdline()))
+    [server] = single_user_servers(uid)
 
     hub.restart_hub(CLASSROOM)
 
@@ -205,7 +242,7 @@ def test_a_hub_restart_loses_nobodys_work(class_of_two):
         kernel = Kernel(student, session_id, kernel_id)
         await kernel.connect()
         try:
-            return await kernel.execute("print(work + 1)"), await student.notebook(saved)
+            return await kernel.execute("print(work + 1)", timeout_s=60), await student.notebook(saved)
         finally:
             await kernel.shut_down()
 
@@ -215,12 +252,33 @@ def test_a_hub_restart_loses_nobodys_work(class_of_two):
     assert server.is_running(), "the same server process served the student before and after"
 
 
-def test_the_idle_culler_runs_as_a_hub_service(class_of_two):
+def test_the_idle_culler_stops_idle_servers_and_keeps_their_files(class_of_two):
+    """The class's culler (an hour in a real class) with a 20-second timeout: both servers, idle
+    since the tests before, are stopped by it; the students' files stay. Runs last but one: it
+    leaves the class without servers."""
+    uids = {name: pwd.getpwnam(name).pw_uid for name in class_of_two}
+    assert all(single_user_servers(uid) for uid in uids.values())
+    hub.restart_hub(CLASSROOM, cull_timeout_s=CULL_TIMEOUT_S)
     hub_process = psutil.Process(int((CLASSROOM.hub_folder / "jupyterhub.pid").read_text()))
     culler = [p for p in hub_process.children() if "jupyterhub_idle_culler" in " ".join(p.cmdline())]
-    assert len(culler) == 1 and "--timeout=3600" in culler[0].cmdline()
+    assert len(culler) == 1 and f"--timeout={CULL_TIMEOUT_S}" in culler[0].cmdline(), "the culler is a hub service"
+
+    deadline = time.monotonic() + CULL_TIMEOUT_S + 120
+    while any(single_user_servers(uid) for uid in uids.values()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"idle servers still running {CULL_TIMEOUT_S + 120} s after the culler started "
+                        f"(timeout {CULL_TIMEOUT_S} s):\n{hub.log_tail(CLASSROOM)}")
+        time.sleep(1)
+
+    async def server_state(student: Student):
+        return await student.server_is_running()
+
+    assert not any(as_student(name, server_state) for name in class_of_two), "the hub knows they were stopped"
     log = (CLASSROOM.hub_folder / "hub.log").read_text()
-    assert "GET /hub/api/users" in log and "(idle-culler@127.0.0.1)" in log, "the culler reads the hub's API"
+    assert "DELETE /hub/api/users/" in log and "(idle-culler@127.0.0.1)" in log, "stopped by the culler's request"
+    for name in class_of_two:
+        clone = Path(pwd.getpwnam(name).pw_dir) / COURSE_NAME
+        assert (clone / "notebooks" / "00_start_here.ipynb").exists(), "a culled student's files stay"
 
 
 def test_stopping_leaves_no_process_account_or_home(class_of_two):
