@@ -11,9 +11,9 @@ and leaving the last one open, as a student reading along would. All students st
 moment. The same run is made first by one student alone (an account of its own), the baseline.
 
 Core lessons are the quick path and the numbered lessons, except the GPU lesson (a CPU class does
-not run it) and the one that starts real DataLoader worker processes: 30 kernels sharing 2 cores
-make its deliberate worker timeouts misfire. That one runs in a phase of its own, at fewer
-students, against the same lesson run by the student alone.
+not run it) and the three that start real worker processes (``WORKER_LESSONS``): 30 kernels
+sharing 2 cores make their deliberate worker timeouts misfire. Those run in a phase of their own,
+at fewer students, against the same lessons run by the student alone.
 
 Measured per student: seconds to a running server (from the start request to the hub's "ready"),
 to pull, to open and to Run All each lesson; memory as PSS (a page shared by n processes counts
@@ -51,9 +51,16 @@ from classroom.settings import CLASSROOMS, COURSE_NAME, ROOT, Classroom
 RESULTS = ROOT / "bench" / "classroom.json"
 DOC = ROOT / "docs" / "classroom.md"
 START, END = "<!-- classroom-bench:start -->", "<!-- classroom-bench:end -->"
-DATALOADER_LESSON = "05_scenario_dataloader_workers.ipynb"
+# Lessons that start real worker processes (DataLoader workers, spawned interpreters): their
+# deliberate worker timeouts misfire when 30 kernels share 2 cores, so they run in a phase of their
+# own, at fewer students.
+WORKER_LESSONS = {
+    "05_scenario_dataloader_workers.ipynb": "DataLoader workers under fork, spawn and forkserver",
+    "09_fact_check.ipynb": "a fork and a spawn DataLoader worker per start method (claim 'only spawn fails')",
+    "12_capstone_training_loop.ipynb": "a training loop with two DataLoader workers",
+}
 NOT_CORE = {
-    DATALOADER_LESSON: "real DataLoader worker processes: measured in a phase of its own, at fewer students",
+    **WORKER_LESSONS,
     "10_on_the_gpu.ipynb": "a GPU lesson: on this CPU-only hub it only prints what a GPU would show",
 }
 SAMPLE_EVERY_S = 4.0
@@ -71,8 +78,8 @@ def lessons() -> list[str]:
     return [f"{COURSE_NAME}/notebooks/{name}" for name in found]
 
 
-def dataloader_lesson() -> str:
-    return f"{COURSE_NAME}/notebooks/{DATALOADER_LESSON}"
+def worker_lessons() -> list[str]:
+    return [f"{COURSE_NAME}/notebooks/{name}" for name in sorted(WORKER_LESSONS)]
 
 
 def summary(values: list[float | None]) -> dict:
@@ -222,18 +229,18 @@ async def class_session(classroom: Classroom, names: list[str], password: str, p
     students = [Student(classroom.url, name, password) for name in names]
     since = time.monotonic()
     started = time.perf_counter()
+    load_cpu_before = time.process_time()
     try:
         runs = await asyncio.gather(*(student_session(s, link, paths, keep_last_open=True, timeout_s=timeout_s)
                                        for s in students))
         wall_s = time.perf_counter() - started
+        load_generator_cpu_s = time.process_time() - load_cpu_before
         until = time.monotonic()
         await asyncio.sleep(1.0)  # let the last kernels settle before reading them
         reading_along = pss_by_account({uid: name for name, uid in uids.items()})
         cpu = {name: cpu_seconds(uid) - cpu_before[name] for name, uid in uids.items()}
         lost = [s.name for s in students if not await s.server_is_running()]
-        for run in runs:
-            if run.open_kernel is not None:
-                await run.open_kernel.shut_down()
+        await asyncio.gather(*(run.open_kernel.shut_down() for run in runs if run.open_kernel is not None))
     finally:
         for student in students:
             await student.close()
@@ -244,6 +251,7 @@ async def class_session(classroom: Classroom, names: list[str], password: str, p
     ok = [run for run in runs if not run.errors]
     return {
         "students": len(names), "wall_s": wall_s, "failures": failures,
+        "load_generator_cpu_s": load_generator_cpu_s,
         "server_s": summary([r.server_s for r in runs if r.server_s is not None]),
         "pull_s": summary([r.pull_s for r in runs if r.pull_s is not None]),
         "run_all_s": summary([r.run_all_s for r in ok]),
@@ -274,9 +282,11 @@ def hub_overhead(classroom: Classroom) -> dict:
     return figures
 
 
-async def measure(classroom: Classroom, students: int, dataloader_students: int, core: list[str]) -> dict:
-    """Start the hub, run the baseline then the class then the DataLoader phase, stop the hub."""
+async def measure(classroom: Classroom, students: int, worker_students: int, core: list[str]) -> dict:
+    """Start the hub, run the baseline then the class then the worker lessons' phase, stop the hub."""
+    started = time.perf_counter()
     names = hub.start(classroom, students + 1)
+    hub_start_s = time.perf_counter() - started
     class_names, alone = names[:-1], names[-1:]
     password = hub.password(classroom)
     uids = {pwd.getpwnam(name).pw_uid: name for name in names}
@@ -284,19 +294,22 @@ async def measure(classroom: Classroom, students: int, dataloader_students: int,
     try:
         with MemorySampler(uids) as sampler:
             phases["alone"] = await class_session(classroom, alone, password, core, pull=True, sampler=sampler)
-            if dataloader_students:
-                phases["alone_dataloader"] = await class_session(classroom, alone, password, [dataloader_lesson()],
-                                                                 pull=False, sampler=sampler)
+            if worker_students:
+                phases["alone_workers"] = await class_session(classroom, alone, password, worker_lessons(),
+                                                              pull=False, sampler=sampler)
             phases["class"] = await class_session(classroom, class_names, password, core, pull=True, sampler=sampler)
-            if dataloader_students:
-                phases["class_dataloader"] = await class_session(
-                    classroom, class_names[:dataloader_students], password, [dataloader_lesson()], pull=False,
+            if worker_students:
+                phases["class_workers"] = await class_session(
+                    classroom, class_names[:worker_students], password, worker_lessons(), pull=False,
                     sampler=sampler)
             lowest_available_mb = sampler.lowest_available_mb
         overhead = hub_overhead(classroom)
     finally:
+        started = time.perf_counter()
         hub.stop(classroom)
-    return {"phases": phases, "hub": overhead, "lowest_available_mb": lowest_available_mb}
+        hub_stop_s = time.perf_counter() - started
+    return {"phases": phases, "hub": overhead, "lowest_available_mb": lowest_available_mb,
+            "hub_start_s": hub_start_s, "hub_stop_s": hub_stop_s}
 
 
 def ratios(phases: dict) -> dict:
@@ -305,7 +318,7 @@ def ratios(phases: dict) -> dict:
         return {key: (class_part[key] / alone_part[key] if class_part[key] and alone_part[key] else None)
                 for key in ("median", "p95")}
     found = {}
-    for class_phase, alone_phase in (("class", "alone"), ("class_dataloader", "alone_dataloader")):
+    for class_phase, alone_phase in (("class", "alone"), ("class_workers", "alone_workers")):
         if class_phase not in phases:
             continue
         c, a = phases[class_phase], phases[alone_phase]
@@ -326,12 +339,12 @@ def machine() -> dict:
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
 
 
-def run(classroom: Classroom, students: int, dataloader_students: int, quick: bool) -> dict:
+def run(classroom: Classroom, students: int, worker_students: int, quick: bool) -> dict:
     core = lessons()[:1] if quick else lessons()
     started = time.perf_counter()
     at_start = machine()
-    measured = asyncio.run(measure(classroom, students, dataloader_students, core))
-    return {"machine": at_start, "students": students, "dataloader_students": dataloader_students,
+    measured = asyncio.run(measure(classroom, students, worker_students, core))
+    return {"machine": at_start, "students": students, "worker_students": worker_students,
             "core_lessons": [p.rsplit("/", 1)[-1] for p in core], **measured,
             "vs_alone": ratios(measured["phases"]), "total_s": time.perf_counter() - started,
             "failures": [f for phase in measured["phases"].values() for f in phase["failures"]]}
@@ -347,8 +360,8 @@ def tables(result: dict) -> str:
     phases = result["phases"]
     rows = []
     for label, key in (("alone", "alone"), (f"{result['students']} at once", "class"),
-                       ("DataLoader lesson alone", "alone_dataloader"),
-                       (f"DataLoader lesson, {result['dataloader_students']} at once", "class_dataloader")):
+                       ("worker lessons alone", "alone_workers"),
+                       (f"worker lessons, {result['worker_students']} at once", "class_workers")):
         if key not in phases:
             continue
         p = phases[key]
@@ -361,18 +374,16 @@ def tables(result: dict) -> str:
     overview = format_table(["phase", "students", "server ready s", "Run All s (lessons)", "server PSS MB", "peak PSS MB",
                              "reading-along PSS MB", "CPU s", "wall s", "failures"], rows)
     lesson_rows = []
-    for lesson, alone in phases["alone"]["lessons"].items():
-        together = phases["class"]["lessons"][lesson]
-        factor = result["vs_alone"]["class"]["lessons"][lesson]
-        lesson_rows.append([lesson, _s(alone["total_s"]), f"{_s(together['total_s'])} / {_s(together['total_s'], 'p95')}",
-                            f"{factor['median']:.1f} x / {factor['p95']:.1f} x" if factor["median"] else "-",
-                            _s(alone["kernel_cpu_s"]), _s(together["kernel_cpu_s"])])
-    for key in ("alone_dataloader", "class_dataloader"):
-        if key in phases:
-            for lesson, figures in phases[key]["lessons"].items():
-                lesson_rows.append([f"{lesson} ({phases[key]['students']} at once)",
-                                    "-", f"{_s(figures['total_s'])} / {_s(figures['total_s'], 'p95')}", "-", "-",
-                                    _s(figures["kernel_cpu_s"])])
+    for alone_key, class_key in (("alone", "class"), ("alone_workers", "class_workers")):
+        if class_key not in phases:
+            continue
+        for lesson, alone in phases[alone_key]["lessons"].items():
+            together = phases[class_key]["lessons"][lesson]
+            factor = result["vs_alone"][class_key]["lessons"][lesson]
+            lesson_rows.append([f"{lesson} ({phases[class_key]['students']} at once)", _s(alone["total_s"]),
+                                f"{_s(together['total_s'])} / {_s(together['total_s'], 'p95')}",
+                                f"{factor['median']:.1f} x / {factor['p95']:.1f} x" if factor["median"] else "-",
+                                _s(alone["kernel_cpu_s"]), _s(together["kernel_cpu_s"])])
     per_lesson = format_table(["lesson (open + Run All)", "alone s", "class median / p95 s", "vs alone",
                                "kernel CPU s alone", "kernel CPU s in class"], lesson_rows)
     return f"{overview}\n\n(median / p95 over students)\n\n{per_lesson}"
@@ -387,7 +398,8 @@ def doc_block(results: dict) -> str:
             (f"**{students} students** — {m['date'][:16].replace('T', ' ')} UTC, {result['total_s']:.0f} s in all; "
             f"{m['cores']} cores, {m['ram_gb']} GB RAM ({m['available_gb_at_start']} GB available, load average "
             f"{m['load_average_at_start']:.1f} at start; lowest available during the run "
-            f"{result['lowest_available_mb'] / 1024:.1f} GB); failures: {len(result['failures'])}."),
+            f"{result['lowest_available_mb'] / 1024:.1f} GB); hub start {result['hub_start_s']:.0f} s "
+            f"(accounts, course, hub), stop {result['hub_stop_s']:.0f} s; failures: {len(result['failures'])}."),
             "", *("    " + line if line else "" for line in tables(result).splitlines())]))
     return "\n\n".join(blocks)
 
@@ -403,15 +415,15 @@ def with_block(text: str, block: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.classroom", description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=30)
-    parser.add_argument("--dataloader-students", type=int, default=None,
-                        help="students running the DataLoader lesson at once (default: a sixth, 2 to 5)")
+    parser.add_argument("--worker-students", type=int, default=None,
+                        help="students running the worker lessons at once (default: a sixth, 2 to 5)")
     parser.add_argument("--quick", action="store_true", help="the first lesson only; leaves the published figures")
     args = parser.parse_args(argv)
     hub.require_root()
-    dataloader_students = args.dataloader_students
-    if dataloader_students is None:
-        dataloader_students = 0 if args.quick else min(5, max(2, args.students // 6))
-    result = run(CLASSROOMS["bench"], args.students, min(dataloader_students, args.students), args.quick)
+    worker_students = args.worker_students
+    if worker_students is None:
+        worker_students = 0 if args.quick else min(5, max(2, args.students // 6))
+    result = run(CLASSROOMS["bench"], args.students, min(worker_students, args.students), args.quick)
     print(tables(result))
     print(f"\n{len(result['failures'])} failures in {result['total_s']:.0f} s")
     for failure in result["failures"]:

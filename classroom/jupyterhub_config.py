@@ -93,6 +93,10 @@ c.Spawner.args = [
     # TCP (the default) 30 servers picking free loopback ports for ever-new kernels collided: a
     # server got another kernel's messages ("Invalid Signature") and closed a notebook's websocket.
     "--KernelManager.transport=ipc",
+    # A kernel that dies in its first seconds is restarted on new "ports" (new socket files) by
+    # default, a guard against TCP port clashes that Unix sockets in a private folder cannot have;
+    # a notebook's restored connection still points at the old files and never hears the new kernel.
+    "--KernelRestarter.random_ports_until_alive=False",
     # Kernels starting together on a busy machine can take over a minute to answer.
     "--MappingKernelManager.kernel_info_timeout=300",
 ]
