@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,8 +27,13 @@ from classroom.settings import ENVIRONMENT, ROOT
 SYSTEM_PYTHON = "/usr/bin/python3.11"
 STUDENT_LOCK = ROOT / "requirements" / "student.txt"
 HUB_LOCK = ROOT / "requirements" / "hub.txt"
-PACKAGE_SOURCES = ("pyproject.toml", "graphleaf_edu")
-SAVE_HOOK_CONFIG = "etc/jupyter/jupyter_server_config.d/graphleaf_edu_jupyter.json"
+PACKAGE_SOURCES = ("pyproject.toml", "graphleaf_edu", "graphleaf_edu_jupyter")
+SERVER_CONFIG_FOLDER = "etc/jupyter/jupyter_server_config.d"
+SAVE_HOOK_CONFIG = f"{SERVER_CONFIG_FOLDER}/graphleaf_edu_jupyter.json"
+# Not part of the package: a setuptools build folder in the checkout would put its stale modules
+# (graphleaf_edu/save_hook.py, which imports torch, once did) into the installed copy.
+NOT_PACKAGED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "node_modules", "__pycache__",
+                                      "*.egg-info", ".pytest_cache", ".hypothesis", "wheels")
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -115,12 +121,29 @@ def _build(environment: Path) -> None:
     digest = package_digest()
     if _stamped(package_stamp) != digest:
         # A copy, not editable: the students' servers must not read the checkout.
-        _pip(python, "install", "--no-deps", "--force-reinstall", str(ROOT))
+        with tempfile.TemporaryDirectory(prefix="graphleaf-edu-source-") as scratch:
+            source = Path(scratch) / "graphleaf-edu"
+            shutil.copytree(ROOT, source, ignore=NOT_PACKAGED)
+            _pip(python, "install", "--no-deps", "--force-reinstall", str(source))
         _pip(python, "check")
+        _drop_stale_server_extensions(environment)
         package_stamp.write_text(digest)
     if not (environment / SAVE_HOOK_CONFIG).exists():
         # Opening a lesson must not rewrite it, or nbgitpuller sees an edit the student never made.
         subprocess.run([str(python), "-m", "graphleaf_edu_jupyter", "enable"], check=True, capture_output=True)
+
+
+def _drop_stale_server_extensions(environment: Path) -> None:
+    """Remove the server-extension configs whose module the environment no longer has: every
+    student's server would otherwise try to load it at start (an extension renamed by an update)."""
+    for config in sorted((environment / SERVER_CONFIG_FOLDER).glob("*.json")):
+        modules = json.loads(config.read_text()).get("ServerApp", {}).get("jpserver_extensions", {})
+        probe = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
+        found = subprocess.run([str(environment / "bin" / "python"), "-c", probe, *modules], check=False,
+                               capture_output=True).returncode == 0
+        if modules and not found:
+            print(f"removing {config.name}: the classroom environment no longer has {', '.join(modules)}", flush=True)
+            config.unlink()
 
 
 def _stamped(path: Path) -> str | None:
