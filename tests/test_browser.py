@@ -279,6 +279,14 @@ def solve_spawn_with_deepcopy(page, explorer) -> None:
     explorer.get_by_role("button", name="run DataLoader").click()
 
 
+def solve_with_expression(expression: str):
+    def solve(page, explorer) -> None:
+        field = explorer.locator("input[type=text]")
+        field.fill(expression)
+        field.press("Enter")
+    return solve
+
+
 def solve_with_model(title: str):
     def solve(page, explorer) -> None:
         explorer.locator("select").first.select_option(label=title)
@@ -286,6 +294,7 @@ def solve_with_model(title: str):
 
 
 TASKS = {
+    "01_leaves_and_grad_fn.ipynb": (".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()")),
     "03_scenario_intermediate_tensor.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
     "04_scenario_model_output.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
     "05_scenario_dataloader_workers.ipynb": (".graphleaf-dataloader-lab", solve_spawn_with_deepcopy),
@@ -293,6 +302,17 @@ TASKS = {
     "07_fix_toolbox.ipynb": (".graphleaf-fix-comparison",
                              solve_with_model("An EMA / SWA / teacher copy taken after training started")),
 }
+
+
+TASK_GIVEN = re.compile(rf"\b(?:{'|'.join(EXPLORERS)})\([^)]*\btask=")
+
+
+def test_every_explorer_with_a_task_is_solved_here():
+    """A lesson that gives an explorer a task is in TASKS, so the browser test solves it."""
+    given = {str(p.relative_to(NOTEBOOKS)) for p in all_notebooks()
+             if TASK_GIVEN.search("\n".join(c.source for c in nbformat.read(p, as_version=4).cells
+                                            if c.cell_type == "code"))}
+    assert given == set(TASKS)
 
 
 # The DataLoader lab's check waits for its first run's table, so the task's run comes after it.

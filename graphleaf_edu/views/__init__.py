@@ -14,8 +14,11 @@ from graphleaf_edu.views.common import (
 from graphleaf_edu.views.fixes import (
     FixComparison,
     Measure,
+    every_fix_table,
     fix_comparison_view,
+    fix_measurements,
     fix_summary,
+    fix_totals_table,
     model_scenarios,
 )
 from graphleaf_edu.views.loader import LOADER_TIMEOUT_S, LoaderView, loader_view
@@ -38,8 +41,11 @@ __all__ = [
     "ScenarioView",
     "Task",
     "clear_caches",
+    "every_fix_table",
     "fix_comparison_view",
+    "fix_measurements",
     "fix_summary",
+    "fix_totals_table",
     "loader_view",
     "model_scenarios",
     "picture",

@@ -6,11 +6,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from graphleaf_edu.scenarios import SCENARIOS, Scenario, require_scenario
+from graphleaf_edu.scenarios import SCENARIOS, Scenario, measure_fix, require_scenario
 from graphleaf_edu.tables import escape, html_table, text_table
 from graphleaf_edu.views.common import cached, keeping_random_state
 
-__all__ = ["FixComparison", "Measure", "fix_comparison_view", "fix_summary", "model_scenarios"]
+__all__ = [
+    "FixComparison", "Measure", "every_fix_table", "fix_comparison_view", "fix_measurements", "fix_summary",
+    "fix_totals_table", "model_scenarios",
+]
 
 Measure = Callable[[Scenario, str], Mapping[str, Any]]
 _CACHE_SIZE = 32
@@ -22,6 +25,11 @@ def fix_summary(scenario: Scenario, fix: str) -> dict[str, Any]:
     outcome = scenario.run(fix)
     return {"how": declared.title, "works": outcome.ok, "original untouched": not declared.mutates_original,
             "result": outcome.error_line or "ok", "cost": declared.cost}
+
+
+def fix_measurements(scenario: Scenario, fix: str) -> dict[str, Any]:
+    """The measured columns: works, shares memory, original changed, keeps graph, rebuilds (``measure_fix``)."""
+    return measure_fix(scenario, fix).columns()
 
 
 @dataclass(frozen=True)
@@ -64,3 +72,26 @@ cached(_fix_comparison.cache_clear)
 def model_scenarios() -> list[Scenario]:
     """The scenarios whose object is a model (what the fix comparison offers)."""
     return [scenario for scenario in SCENARIOS.values() if scenario.target == "model"]
+
+
+def every_fix_table(measure: Measure = fix_measurements) -> str:
+    """One table: every fix of every scenario, measured (each scenario named on its first row)."""
+    comparisons = [fix_comparison_view(scenario, measure) for scenario in SCENARIOS.values()]
+    rows = []
+    for comparison in comparisons:
+        for index, row in enumerate(comparison.rows):
+            rows.append((comparison.scenario.key if index == 0 else "", *row))
+    return text_table(("scenario", "fix", *comparisons[0].columns), rows)
+
+
+def fix_totals_table() -> str:
+    """Per fix, over every scenario that offers it: how often it works, changes the original, keeps
+    the culprit's graph and rebuilds the model (counts of ``fix_measurements``)."""
+    totals: dict[str, list[int]] = {}
+    for scenario in SCENARIOS.values():
+        for fix, works, _, changed, keeps_graph, rebuilds in fix_comparison_view(scenario, fix_measurements).rows:
+            counts = totals.setdefault(fix, [0, 0, 0, 0, 0])
+            for index, counted in enumerate([True, works, changed != "no", keeps_graph is True, rebuilds]):
+                counts[index] += bool(counted)
+    headers = ("fix", "offered", "works", "changes original", "keeps graph", "rebuilds")
+    return text_table(headers, [(fix, *counts) for fix, counts in totals.items()])
