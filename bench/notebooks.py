@@ -28,6 +28,10 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from bench.harness import format_table
 
 KERNEL = "graphleaf-cpu"
+# A notebook whose finished child processes used at least this many floors of CPU started fresh
+# worker interpreters (spawn / forkserver DataLoader workers import torch, about a floor each):
+# the suite is also reported without them, so what the lessons cost and what the workers cost show apart.
+WORKER_CPU_FLOORS = 0.5
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 FLOOR_SOURCE = "import torch, torchviz, ipywidgets, graphleaf_edu"
 GOAL_RATIO = 1.5
@@ -117,6 +121,19 @@ def summary(runs: list[Run]) -> dict:
             "anon_rss_mb": middle.anon_rss_mb, "file_rss_mb": middle.file_rss_mb}
 
 
+def worker_split(rows: list[dict], floor: dict) -> dict:
+    """The suite against its floors without the notebooks that start worker interpreters, and those alone."""
+    ran = [r for r in rows if "error" not in r]
+    starting = [r for r in ran if r["child_cpu_median_s"] >= WORKER_CPU_FLOORS * floor["cpu_median_s"]]
+    others = [r for r in ran if r not in starting]
+
+    def vs_floors(group: list[dict]) -> float | None:
+        return sum(r["median_s"] for r in group) / (len(group) * floor["median_s"]) if group else None
+
+    return {"worker_notebooks": [r["notebook"] for r in starting], "workers_vs_floors": vs_floors(starting),
+            "without_workers_n": len(others), "without_workers_vs_floors": vs_floors(others)}
+
+
 def run(quick: bool = False) -> dict:
     """``quick``: the floor and the first notebook, once each."""
     paths = suite_paths()[:1] if quick else suite_paths()
@@ -143,6 +160,7 @@ def run(quick: bool = False) -> dict:
         "total_cpu_vs_floors": total_cpu / (len(ran) * floor["cpu_median_s"]) if ran else None,
         "failed": [r["notebook"] for r in rows if "error" in r],
         "goal_ratio": GOAL_RATIO,
+        **worker_split(rows, floor),
     }
     print_table(result)
     return result
@@ -163,6 +181,11 @@ def print_table(result: dict) -> None:
                       result["total_cpu_s"], f"{result['total_cpu_vs_floors']:.3g} x {n}", "-"])
     print(format_table(["notebook", "median s", "min s", "max s", "x floor", "kernel cpu s", "cpu x floor",
                         "children cpu s"], table))
+    if result["worker_notebooks"]:
+        print(f"starting worker interpreters (children cpu >= {WORKER_CPU_FLOORS} floor): "
+              f"{', '.join(result['worker_notebooks'])}: {result['workers_vs_floors']:.3g} x their floors")
+    if result["without_workers_n"]:
+        print(f"the other {result['without_workers_n']} notebooks: {result['without_workers_vs_floors']:.3g} x their floors")
 
 
 if __name__ == "__main__":

@@ -117,6 +117,22 @@ def test_goal_is_judged_on_the_ratio():
                           "met": "NO"}
 
 
+def test_notebooks_that_start_worker_interpreters_are_reported_apart():
+    floor = {"median_s": 2.0, "cpu_median_s": 2.0}
+    rows = [{"notebook": "a.ipynb", "median_s": 2.4, "child_cpu_median_s": 0.1},
+            {"notebook": "b.ipynb", "median_s": 2.8, "child_cpu_median_s": 0.3},
+            {"notebook": "workers.ipynb", "median_s": 9.0, "child_cpu_median_s": 4.0},
+            {"notebook": "broken.ipynb", "error": "DeadKernelError: ..."}]
+    split = notebooks.worker_split(rows, floor)
+    assert split == {"worker_notebooks": ["workers.ipynb"], "workers_vs_floors": 4.5,
+                     "without_workers_n": 2, "without_workers_vs_floors": pytest.approx(1.3)}
+    suite = {"floors_in_suite": 3, "floor": floor, "total_s": 14.2, "total_vs_floors": 14.2 / 6,
+             "total_cpu_vs_floors": 2.0, "goal_ratio": 1.5, "failed": [], **split}
+    measures = {r["measure"]: r for r in notebook_goals(suite)}
+    assert measures["suite time without the 1 that start worker interpreters"]["met"] == "yes"
+    assert measures["those 1: workers"]["measured"] == "4.50 x"
+
+
 def test_widget_goal_takes_each_explorers_worst_p95_and_skips_the_png_comparison():
     row = {"caches": "cold", "median_s": 0.05}
     section = {"goal_p95_s": 0.150, "explorers": [

@@ -241,3 +241,28 @@ def test_views_leave_the_notebooks_random_state_alone():
     views.loader_view(start_method="fork", num_workers=0, deepcopy_in_getitem=False, detach_at_construction=True)
     views.fix_comparison_view(SCENARIOS["forward_hook"], lambda scenario, fix: {"ok": scenario.run(fix).ok})
     assert torch.equal(torch.get_rng_state(), before)
+
+
+# --- leaf_table and copy_table ----------------------------------------------------------------------
+
+def test_leaf_table_tries_deepcopy_and_agrees_with_describe():
+    x = torch.ones(3, requires_grad=True)
+    with torch.no_grad():
+        quiet = x * 2
+    tensors = {"x": x, "x * 2": x * 2, "x[0]": x[0], "quiet": quiet, "x.detach()": x.detach()}
+    lines = views.leaf_table(**tensors).splitlines()
+    assert lines[0].split() == ["tensor", "is_leaf", "requires_grad", "grad_fn", "deepcopy"]
+    for line, t in zip(lines[1:], tensors.values()):
+        assert line.split()[-1] == ("works" if describe(t).deepcopy_ok else "raises")
+    assert lines[2].split()[-2:] == ["MulBackward0", "raises"]
+
+
+def test_copy_table_measures_each_way():
+    x = torch.ones(3, requires_grad=True)
+    y = x * 2
+    table = views.copy_table({"y.detach()": y.detach(), "y.clone()": y.clone()}, original=y, source=x)
+    header, detached, cloned = table.splitlines()
+    assert header.split()[:4] == ["shares", "memory", "gradient", "to"]
+    assert detached.split()[1:] == ["True", "False", "True", "False", "works"]
+    assert cloned.split()[1:] == ["False", "True", "False", "True", "raises"]
+    assert x.grad is None  # asking autograd whether a gradient reaches x accumulates nothing

@@ -13,6 +13,7 @@ from graphleaf_edu.exercises.feedback import (
     call,
     exercise,
     require_class,
+    sgd_step,
 )
 
 CACHE_LESSON = "06_scenario_model_cache"
@@ -111,6 +112,6 @@ def _check_training_step(model, reference, output, expected, target) -> None:
             raise Wrong(f"training changed: the gradient of {param_name} differs.",
                          "Keeping an activation must not change the computation it comes from.")
     for net in (model, reference):
-        torch.optim.SGD(net.parameters(), lr=0.1).step()
+        sgd_step(net, lr=0.1)
     if any(not torch.allclose(p, q) for p, q in zip(model.parameters(), reference.parameters())):
         raise Wrong("training changed: one SGD step moves the weights differently.")

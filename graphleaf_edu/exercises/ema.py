@@ -12,6 +12,7 @@ from graphleaf_edu.exercises.feedback import (
     call,
     exercise,
     require_class,
+    sgd_step,
 )
 
 EMA_LESSON = "08_in_the_wild"
@@ -35,11 +36,10 @@ def check_ema_update(ema_class: type) -> str:
     if not isinstance(shadow, dict) or set(shadow) != {n for n, _ in model.named_parameters()}:
         raise Wrong(f"{name}(model) should keep a dict `shadow`, one tensor per named parameter, as given.")
     expected = {n: p.detach().clone() for n, p in model.named_parameters()}
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(1, EMA_STEPS + 1):
-        optimizer.zero_grad()
+        model.zero_grad()
         nn.functional.mse_loss(model(x), target).backward()
-        optimizer.step()
+        sgd_step(model, lr=0.1)
         weights = {n: p.detach().clone() for n, p in model.named_parameters()}
         call(getattr(ema, "update", None), f"ema.update(model) (step {step})", model)
         _check_model_untouched(model, weights)

@@ -110,6 +110,18 @@ def require_class(answer: Any) -> str:
     return answer.__name__
 
 
+def sgd_step(model: torch.nn.Module, lr: float) -> None:
+    """One plain SGD step (``p -= lr * p.grad``), the step ``torch.optim.SGD(..., lr=lr).step()`` takes.
+
+    The checks step by hand because the first optimizer a process creates imports ``torch._dynamo``
+    (about 1.5 s), which would make every check of an exercise wait for it.
+    """
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.grad is not None:
+                param.add_(param.grad, alpha=-lr)
+
+
 def grad_fn_name(t: torch.Tensor) -> str | None:
     return None if t.grad_fn is None else type(t.grad_fn).__name__
 

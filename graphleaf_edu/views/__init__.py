@@ -29,6 +29,12 @@ from graphleaf_edu.views.playground import (
     playground_view,
 )
 from graphleaf_edu.views.scenario import ScenarioView, scenario_view
+from graphleaf_edu.views.tensors import (
+    copy_table,
+    deepcopy_result,
+    gradient_reaches,
+    leaf_table,
+)
 
 __all__ = [
     "LOADER_TIMEOUT_S",
@@ -41,11 +47,15 @@ __all__ = [
     "ScenarioView",
     "Task",
     "clear_caches",
+    "copy_table",
+    "deepcopy_result",
     "every_fix_table",
     "fix_comparison_view",
     "fix_measurements",
     "fix_summary",
     "fix_totals_table",
+    "gradient_reaches",
+    "leaf_table",
     "loader_view",
     "model_scenarios",
     "picture",
