@@ -127,11 +127,11 @@ def worker_split(rows: list[dict], floor: dict) -> dict:
     starting = [r for r in ran if r["child_cpu_median_s"] >= WORKER_CPU_FLOORS * floor["cpu_median_s"]]
     others = [r for r in ran if r not in starting]
 
-    def vs_floors(group: list[dict]) -> float | None:
-        return sum(r["median_s"] for r in group) / (len(group) * floor["median_s"]) if group else None
-
-    return {"worker_notebooks": [r["notebook"] for r in starting], "workers_vs_floors": vs_floors(starting),
-            "without_workers_n": len(others), "without_workers_vs_floors": vs_floors(others)}
+    split: dict = {"worker_notebooks": [r["notebook"] for r in starting], "without_workers_n": len(others)}
+    for key, group in (("workers_vs_floors", starting), ("without_workers_vs_floors", others)):
+        if group:  # a ratio only where there is something to divide
+            split[key] = sum(r["median_s"] for r in group) / (len(group) * floor["median_s"])
+    return split
 
 
 def run(quick: bool = False) -> dict:

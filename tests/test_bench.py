@@ -131,6 +131,8 @@ def test_notebooks_that_start_worker_interpreters_are_reported_apart():
     measures = {r["measure"]: r for r in notebook_goals(suite)}
     assert measures["suite time without the 1 that start worker interpreters"]["met"] == "yes"
     assert measures["those 1: workers"]["measured"] == "4.50 x"
+    assert notebooks.worker_split(rows[:2], floor) == {"worker_notebooks": [], "without_workers_n": 2,
+                                                       "without_workers_vs_floors": pytest.approx(1.3)}
 
 
 def test_widget_goal_takes_each_explorers_worst_p95_and_skips_the_png_comparison():

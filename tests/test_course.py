@@ -96,3 +96,23 @@ def test_lessons_link_the_pytorch_documentation():
         assert found, f"{path.name} links no PyTorch documentation page"
         pages |= found
     assert len(pages) >= 8, sorted(pages)
+
+
+FIX_LESSONS = ("03_", "04_", "05_", "06_", "07_")  # the lessons that teach fixes (issue 12, item 3)
+
+
+def test_each_lesson_that_teaches_fixes_gives_an_explorer_a_task():
+    rows = {r.name: r for r in course_stats.suite(NOTEBOOKS)}
+    taught = [name for name in rows if name.startswith(FIX_LESSONS)]
+    assert len(taught) == len(FIX_LESSONS)
+    assert [name for name in taught if rows[name].tasks == 0] == []
+
+
+def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):
+    course_stats.main([str(NOTEBOOKS)])
+    lines = capsys.readouterr().out.splitlines()
+    rows = course_stats.suite(NOTEBOOKS)
+    assert lines[-1].split()[:3] == ["total,", str(len(rows)), "notebooks"]
+    assert float(lines[-1].split()[3]) == pytest.approx(sum(r.minutes for r in rows), abs=0.05)
+    assert [line.split(",")[0] for line in lines[-4:-1]] == ["lessons", "quick path", "exercises"]
+    assert len(lines) == 1 + len(rows) + 4

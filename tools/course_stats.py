@@ -1,4 +1,4 @@
-"""What a student meets, per notebook: reading time, code cells, stored traceback lines, widgets.
+"""What a student meets, per notebook: reading time, code cells, stored traceback lines, widgets and their tasks.
 
     python tools/course_stats.py [notebooks]
 
@@ -18,6 +18,8 @@ WORDS_PER_MINUTE = 120
 MINUTES_PER_CODE_CELL = 0.5
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+EXPLORER_WITH_TASK = re.compile(r"\b(?:scenario_explorer|leaf_playground|dataloader_lab|fix_comparison)\([^)]*\btask=")
+GROUPS = (("lessons", re.compile(r"\d\d_")), ("quick path", re.compile(r"quick_fix")), ("exercises", re.compile(r"exercises/")))
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class NotebookStats:
     traceback_lines: int
     longest_traceback: int
     widgets: int
+    tasks: int
 
     @property
     def minutes(self) -> float:
@@ -46,8 +49,9 @@ def stats(path: Path, root: Path) -> NotebookStats:
     outputs = [o for c in code for o in c.get("outputs", [])]
     errors = [traceback_lines(o) for o in outputs if o.output_type == "error"]
     widgets = sum(WIDGET_MIME in o.get("data", {}) for o in outputs)
+    tasks = sum(bool(EXPLORER_WITH_TASK.search(c.source)) for c in code)
     return NotebookStats(str(path.relative_to(root)), words, len(code), len(errors), sum(errors),
-                         max(errors, default=0), widgets)
+                         max(errors, default=0), widgets, tasks)
 
 
 def suite(folder: Path) -> list[NotebookStats]:
@@ -55,16 +59,24 @@ def suite(folder: Path) -> list[NotebookStats]:
     return [stats(p, folder) for p in paths]
 
 
+def row(name: str, rows: list[NotebookStats]) -> str:
+    return (f"{name:<46} {sum(r.minutes for r in rows):>7.1f} {sum(r.code_cells for r in rows):>5} "
+            f"{sum(r.errors for r in rows):>6} {sum(r.traceback_lines for r in rows):>8} "
+            f"{max((r.longest_traceback for r in rows), default=0):>7} {sum(r.widgets for r in rows):>7} "
+            f"{sum(r.tasks for r in rows):>5}")
+
+
 def main(argv: list[str]) -> int:
     folder = Path(argv[0] if argv else "notebooks")
     rows = suite(folder)
-    print(f"{'notebook':<46} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} {'longest':>7} {'widgets':>7}")
+    print(f"{'notebook':<46} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} {'longest':>7} {'widgets':>7} "
+          f"{'tasks':>5}")
     for r in rows:
-        print(f"{r.name:<46} {r.minutes:>7.1f} {r.code_cells:>5} {r.errors:>6} {r.traceback_lines:>8} "
-              f"{r.longest_traceback:>7} {r.widgets:>7}")
-    print(f"{'total':<46} {sum(r.minutes for r in rows):>7.1f} {sum(r.code_cells for r in rows):>5} "
-          f"{sum(r.errors for r in rows):>6} {sum(r.traceback_lines for r in rows):>8} "
-          f"{max((r.longest_traceback for r in rows), default=0):>7} {sum(r.widgets for r in rows):>7}")
+        print(row(r.name, [r]))
+    for name, pattern in GROUPS:
+        group = [r for r in rows if pattern.match(r.name)]
+        print(row(f"{name}, {len(group)} notebooks", group))
+    print(row(f"total, {len(rows)} notebooks", rows))
     return 0
 
 
