@@ -1,7 +1,8 @@
 """The package's floors: each module imports only from its own floor or the floors below it.
 
 Data flows one way: errors -> diagnose -> copying/graphs -> scenarios/dataloading -> views ->
-widgets/exercises/gpu -> notebooks. Nothing in the package imports ``widgets``.
+widgets/exercises/gpu -> notebooks. Nothing in the package imports ``widgets``. Sideways imports
+within a floor form no cycle (module by module, imports under ``if TYPE_CHECKING:`` left out).
 """
 import ast
 from pathlib import Path
@@ -64,3 +65,72 @@ def test_the_check_sees_submodules_and_core_names(tmp_path):
     source = tmp_path / "probe.py"
     source.write_text("from graphleaf_edu.widgets import x\nfrom graphleaf_edu import safe_deepcopy, views\n")
     assert imported(source) == {("widgets", 1), ("graphleaf_edu", 2), ("views", 2)}
+
+
+def module_name(path: Path) -> str:
+    parts = ("graphleaf_edu",) + path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node but those under ``if TYPE_CHECKING:`` (imports only type checkers run)."""
+    nodes, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def direct_imports(path: Path, known: set[str]) -> set[str]:
+    """The package modules ``path`` imports by name (a package's ``__init__`` as the package)."""
+    found = set()
+    for node in runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "graphleaf_edu":
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & known
+            found |= submodules
+            if len(submodules) < len(node.names):  # names defined in the module itself
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names} & known
+    return found & known
+
+
+def first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle in ``{module: modules it imports}`` as ``[a, b, ..., a]``, or None."""
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> list[str] | None:
+        if module in trail:
+            return trail[trail.index(module):] + [module]
+        if module in done:
+            return None
+        for imported_module in sorted(graph[module]):
+            cycle = visit(imported_module, [*trail, module])
+            if cycle:
+                return cycle
+        done.add(module)
+        return None
+
+    return next((cycle for module in sorted(graph) if (cycle := visit(module, []))), None)
+
+
+def test_no_import_cycles():
+    paths = sorted(PACKAGE.rglob("*.py"))
+    known = {module_name(path) for path in paths}
+    graph = {module_name(path): direct_imports(path, known) - {module_name(path)} for path in paths}
+    cycle = first_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_cycles_and_skips_type_checking_imports(tmp_path):
+    assert first_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert first_cycle({"a": {"b"}, "b": set()}) is None
+    source = tmp_path / "probe.py"
+    source.write_text("from typing import TYPE_CHECKING\nfrom graphleaf_edu import errors, safe_deepcopy\n"
+                      "if TYPE_CHECKING:\n    from graphleaf_edu.widgets import x\n")
+    known = {"graphleaf_edu", "graphleaf_edu.errors", "graphleaf_edu.widgets"}
+    assert direct_imports(source, known) == {"graphleaf_edu.errors", "graphleaf_edu"}
