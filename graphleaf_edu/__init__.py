@@ -29,7 +29,8 @@ Package map (data flows down; only notebooks import ``widgets``; README's contri
     diagnose, findings  the one verdict (deepcopy_blocker), find_nonleaf, explain; Finding(s), reports
     copying             safe_deepcopy
     graphs              draw, the one grad_fn walk; graph_picture: the picture itself
-    scenarios/          engine, source (the real code shown), catalog/ (one module per scenario)
+    scenarios/          engine, source (the real code shown), catalog/ (one module per scenario),
+                        measure (what a fix really did)
     dataloading         real DataLoader runs; tables: text and HTML tables
     views/, widgets     pure views (Task, clear_caches), then thin ipywidgets explorers
     exercises/          feedback framework, one module per exercise, student_copies
