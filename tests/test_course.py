@@ -3,7 +3,15 @@ import re
 import sys
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, code_cells, lessons, read, tags
+from notebook_files import (
+    NOTEBOOKS,
+    ROOT,
+    all_notebooks,
+    code_cells,
+    lessons,
+    read,
+    tags,
+)
 
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats  # a maintainer script, imported from tools/
@@ -114,5 +122,63 @@ def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):
     rows = course_stats.suite(NOTEBOOKS)
     assert lines[-1].split()[:3] == ["total,", str(len(rows)), "notebooks"]
     assert float(lines[-1].split()[3]) == pytest.approx(sum(r.minutes for r in rows), abs=0.05)
-    assert [line.split(",")[0] for line in lines[-4:-1]] == ["lessons", "quick path", "exercises"]
-    assert len(lines) == 1 + len(rows) + 4
+    assert [line.split(",")[0] for line in lines[-5:-1]] == list(course_stats.GROUPS)
+    assert len(lines) == 1 + len(rows) + len(course_stats.GROUPS) + 1
+
+
+# The one course list (notebooks/course.toml): 00's map, the previous/next links, course_stats and the
+# book's sidebar read it; these tests keep it in step with the notebooks.
+COURSE = course_stats.course(NOTEBOOKS)
+
+
+def test_the_course_lists_every_notebook_once():
+    listed = [entry.path for entry in COURSE]
+    assert len(listed) == len(set(listed)), "a notebook is listed twice in course.toml"
+    on_disk = [p.relative_to(NOTEBOOKS).as_posix() for p in all_notebooks()]
+    assert sorted(listed) == sorted(on_disk), "course.toml and notebooks/ differ"
+
+
+@pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)
+def test_the_course_minutes_are_the_estimate(entry):
+    estimate = course_stats.stats(NOTEBOOKS / entry.path, NOTEBOOKS).minutes
+    assert entry.minutes == pytest.approx(estimate, abs=0.051), \
+        f"{entry.path}: course.toml says {entry.minutes}, the estimate is {estimate:.1f} (python tools/course_stats.py --update)"
+
+
+@pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)
+def test_the_course_title_is_the_notebooks_first_heading(entry):
+    assert read(NOTEBOOKS / entry.path).cells[0].source.splitlines()[0] == f"# {entry.title}"
+
+
+def test_exercises_and_deep_dives_follow_a_core_lesson_listed_before_them():
+    position = {entry.path: index for index, entry in enumerate(COURSE)}
+    for entry in COURSE:
+        if entry.group in ("exercise", "deep dive"):
+            assert entry.after in position, f"{entry.path}: after = {entry.after!r} is not in the course"
+            assert COURSE[position[entry.after]].group == "core", f"{entry.path} follows {entry.after}"
+        else:
+            assert entry.after is None, f"{entry.path}: only exercises and deep dives have 'after'"
+
+
+def test_a_malformed_course_entry_says_what_to_change(tmp_path):
+    (tmp_path / "course.toml").write_text('[[notebook]]\npath = "a.ipynb"\ngroup = "core"\nminutes = 1\n'
+                                          'title = "A"\nsumary = "typo"\n')
+    with pytest.raises(ValueError, match=r"missing keys \['summary'\], unknown keys \['sumary'\]"):
+        course_stats.course(tmp_path)
+    (tmp_path / "course.toml").write_text('[[notebook]]\npath = "a.ipynb"\ngroup = "lessons"\nminutes = 1\n'
+                                          'title = "A"\nsummary = "s"\n')
+    with pytest.raises(ValueError, match="group 'lessons' is none of"):
+        course_stats.course(tmp_path)
+
+
+def test_course_stats_update_rewrites_the_minutes_only(tmp_path):
+    import shutil
+
+    shutil.copy(NOTEBOOKS / "quick_fix.ipynb", tmp_path / "quick_fix.ipynb")
+    entry = ('# a comment\n[[notebook]]\npath = "quick_fix.ipynb"\ngroup = "quick fix"\nminutes = {}\n'
+             'title = "Quick fix"\nsummary = "s"\n')
+    (tmp_path / "course.toml").write_text(entry.format("99.0"))
+    assert course_stats.update_minutes(tmp_path) == 1
+    estimate = round(course_stats.stats(tmp_path / "quick_fix.ipynb", tmp_path).minutes, 1)
+    assert (tmp_path / "course.toml").read_text() == entry.format(estimate)
+    assert course_stats.update_minutes(tmp_path) == 0

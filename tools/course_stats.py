@@ -1,7 +1,10 @@
-"""What a student meets, per notebook: reading time, code cells, stored traceback lines, widgets and their tasks.
+"""What a student meets, per notebook of the course: reading time, code cells, stored traceback lines,
+distinct `gl.` names, widgets and their tasks; then each group's total.
 
-    python tools/course_stats.py [notebooks]
+    python tools/course_stats.py [notebooks]            the table, in the course's reading order
+    python tools/course_stats.py --update [notebooks]   also rewrite the minutes in course.toml
 
+The course is `notebooks/course.toml`: every notebook in reading order with its group and minutes.
 Reading time is the course's estimate: 120 words of Markdown a minute, plus 30 seconds per code cell.
 Traceback lines are counted as JupyterLab shows a stored error (its entries joined by newlines).
 """
@@ -9,17 +12,35 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+COURSE_FILE = "course.toml"
+GROUPS = ("quick fix", "core", "deep dive", "exercise")
+KEYS = {"path", "group", "minutes", "title", "summary"}
+OPTIONAL_KEYS = {"after"}
 WORDS_PER_MINUTE = 120
 MINUTES_PER_CODE_CELL = 0.5
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 EXPLORER_WITH_TASK = re.compile(r"\b(?:scenario_explorer|leaf_playground|dataloader_lab|fix_comparison)\([^)]*\btask=")
-GROUPS = (("lessons", re.compile(r"\d\d_")), ("quick path", re.compile(r"quick_fix")), ("exercises", re.compile(r"exercises/")))
+GL_NAME = re.compile(r"\bgl((?:\.[A-Za-z_]\w*)+)")
+MINUTES_LINE = re.compile(r"^minutes = [0-9.]+$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One notebook of course.toml."""
+
+    path: str
+    group: str
+    minutes: float
+    title: str
+    summary: str
+    after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -32,14 +53,35 @@ class NotebookStats:
     longest_traceback: int
     widgets: int
     tasks: int
+    gl_names: frozenset[str] = frozenset()
 
     @property
     def minutes(self) -> float:
         return self.words / WORDS_PER_MINUTE + self.code_cells * MINUTES_PER_CODE_CELL
 
 
+def course(folder: Path) -> list[Entry]:
+    """The entries of ``folder/course.toml``, in reading order; a malformed entry says what to change."""
+    listed = tomllib.loads((folder / COURSE_FILE).read_text(encoding="utf-8")).get("notebook", [])
+    entries = []
+    for number, fields in enumerate(listed, start=1):
+        missing, unknown = KEYS - set(fields), set(fields) - KEYS - OPTIONAL_KEYS
+        if missing or unknown:
+            raise ValueError(f"{COURSE_FILE}, notebook {number}: missing keys {sorted(missing)}, "
+                             f"unknown keys {sorted(unknown)}; the keys are {sorted(KEYS | OPTIONAL_KEYS)}")
+        if fields["group"] not in GROUPS:
+            raise ValueError(f"{COURSE_FILE}, {fields['path']}: group {fields['group']!r} is none of {GROUPS}")
+        entries.append(Entry(**fields))
+    return entries
+
+
 def traceback_lines(output) -> int:
     return len(ANSI.sub("", "\n".join(output["traceback"])).splitlines())
+
+
+def gl_names(sources: list[str]) -> frozenset[str]:
+    """The distinct names used through ``gl.`` (``gl.views.Task`` is ``views.Task``)."""
+    return frozenset(name.lstrip(".") for source in sources for name in GL_NAME.findall(source))
 
 
 def stats(path: Path, root: Path) -> NotebookStats:
@@ -50,33 +92,52 @@ def stats(path: Path, root: Path) -> NotebookStats:
     errors = [traceback_lines(o) for o in outputs if o.output_type == "error"]
     widgets = sum(WIDGET_MIME in o.get("data", {}) for o in outputs)
     tasks = sum(bool(EXPLORER_WITH_TASK.search(c.source)) for c in code)
-    return NotebookStats(str(path.relative_to(root)), words, len(code), len(errors), sum(errors),
-                         max(errors, default=0), widgets, tasks)
+    return NotebookStats(path.relative_to(root).as_posix(), words, len(code), len(errors), sum(errors),
+                         max(errors, default=0), widgets, tasks, gl_names([c.source for c in code]))
 
 
 def suite(folder: Path) -> list[NotebookStats]:
-    paths = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    return [stats(p, folder) for p in paths]
+    """Every notebook of the course, in its reading order."""
+    return [stats(folder / entry.path, folder) for entry in course(folder)]
 
 
-def row(name: str, rows: list[NotebookStats]) -> str:
-    return (f"{name:<46} {sum(r.minutes for r in rows):>7.1f} {sum(r.code_cells for r in rows):>5} "
+def update_minutes(folder: Path) -> int:
+    """Rewrite each entry's ``minutes`` in course.toml with the estimate; how many changed."""
+    course_file = folder / COURSE_FILE
+    text = course_file.read_text(encoding="utf-8")
+    estimates = iter(f"minutes = {round(s.minutes, 1)}" for s in suite(folder))
+    lines = MINUTES_LINE.findall(text)
+    updated = MINUTES_LINE.sub(lambda _: next(estimates), text)
+    course_file.write_text(updated, encoding="utf-8")
+    return sum(old != new for old, new in zip(lines, MINUTES_LINE.findall(updated), strict=True))
+
+
+HEADER = (f"{'notebook':<46} {'group':<9} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} "
+          f"{'longest':>7} {'gl':>3} {'widgets':>7} {'tasks':>5}")
+
+
+def row(name: str, group: str, rows: list[NotebookStats]) -> str:
+    names = frozenset().union(*(r.gl_names for r in rows))
+    return (f"{name:<46} {group:<9} {sum(r.minutes for r in rows):>7.1f} {sum(r.code_cells for r in rows):>5} "
             f"{sum(r.errors for r in rows):>6} {sum(r.traceback_lines for r in rows):>8} "
-            f"{max((r.longest_traceback for r in rows), default=0):>7} {sum(r.widgets for r in rows):>7} "
-            f"{sum(r.tasks for r in rows):>5}")
+            f"{max((r.longest_traceback for r in rows), default=0):>7} {len(names):>3} "
+            f"{sum(r.widgets for r in rows):>7} {sum(r.tasks for r in rows):>5}")
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0] if argv else "notebooks")
-    rows = suite(folder)
-    print(f"{'notebook':<46} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} {'longest':>7} {'widgets':>7} "
-          f"{'tasks':>5}")
-    for r in rows:
-        print(row(r.name, [r]))
-    for name, pattern in GROUPS:
-        group = [r for r in rows if pattern.match(r.name)]
-        print(row(f"{name}, {len(group)} notebooks", group))
-    print(row(f"total, {len(rows)} notebooks", rows))
+    update = "--update" in argv
+    arguments = [a for a in argv if a != "--update"]
+    folder = Path(arguments[0] if arguments else "notebooks")
+    if update:
+        print(f"{COURSE_FILE}: {update_minutes(folder)} minutes updated")
+    entries, rows = course(folder), suite(folder)
+    print(HEADER)
+    for entry, r in zip(entries, rows, strict=True):
+        print(row(r.name, entry.group, [r]))
+    for group in GROUPS:
+        members = [r for entry, r in zip(entries, rows, strict=True) if entry.group == group]
+        print(row(f"{group}, {len(members)} notebooks", "", members))
+    print(row(f"total, {len(rows)} notebooks", "", rows))
     return 0
 
 
