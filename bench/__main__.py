@@ -1,10 +1,10 @@
 """`make bench`: every section in order, one table of the goals, the results on disk.
 
-    python -m bench                     every section; writes bench/results.json and the README table
+    python -m bench                     every section; writes bench/results.json and the table of docs/benchmarks.md
     python -m bench --quick             a smoke run in about a minute; writes bench/results-quick.json
     python -m bench notebooks graphs    some sections; writes bench/results-partial.json
 
-Only a full run touches the README, so re-taking the published numbers is one command.
+Only a full run touches the benchmarks page, so re-taking the published numbers is one command.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from bench.harness import format_table
 
 SECTIONS = ("notebooks", "widgets", "copying", "diagnose", "graphs", "footprint", "imports")
 BENCH = Path(__file__).resolve().parent
-README = BENCH.parent / "README.md"
+PAGE = BENCH.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 BUDGET_S = 600
 
@@ -207,7 +207,7 @@ def goal_table(rows: list[dict]) -> str:
                         [[r["measure"], r["goal"], r["measured"], r["met"]] for r in rows])
 
 
-def readme_block(results: dict) -> str:
+def page_block(results: dict) -> str:
     m = results["machine"]
     printed = "\n".join(f"== {name} ==\n{text}" for name, text in results["printed"].items())
     return "\n".join([
@@ -229,12 +229,12 @@ def _indented(text: str) -> str:
     return "\n".join(("    " + line).rstrip() for line in text.splitlines())
 
 
-def with_block(readme: str, block: str) -> str:
-    """``readme`` with the text between the bench markers replaced by ``block``."""
-    if readme.count(START) != 1 or readme.count(END) != 1 or readme.index(START) > readme.index(END):
-        raise ValueError(f"README.md needs exactly one {START} line followed by one {END} line "
-                         "in its Benchmarks section; add them where the table belongs.")
-    head, rest = readme.split(START)
+def with_block(page: str, block: str) -> str:
+    """``page`` with the text between the bench markers replaced by ``block``."""
+    if page.count(START) != 1 or page.count(END) != 1 or page.index(START) > page.index(END):
+        raise ValueError(f"{PAGE.name} needs exactly one {START} line followed by one {END} line; "
+                         "add them where the table belongs.")
+    head, rest = page.split(START)
     _, tail = rest.split(END)
     return f"{head}{START}\n{block}\n{END}{tail}"
 
@@ -249,15 +249,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     full = not args.quick and not args.sections
     if full:
-        with_block(README.read_text(), "")  # fail now, not after ten minutes
+        with_block(PAGE.read_text(), "")  # fail now, not after ten minutes
     results = run_sections(args.sections or list(SECTIONS), args.quick)
     print("\n" + goal_table(results["goals"]))
     output = BENCH / ("results.json" if full else "results-quick.json" if args.quick else "results-partial.json")
     output.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     print(f"wrote {output.relative_to(BENCH.parent)}")
     if full:
-        README.write_text(with_block(README.read_text(), readme_block(results)))
-        print("updated the Benchmarks table in README.md")
+        PAGE.write_text(with_block(PAGE.read_text(), page_block(results)))
+        print(f"updated the table in {PAGE.relative_to(BENCH.parent)}")
     return 1 if any("error" in s for s in results["sections"].values()) else 0
 
 

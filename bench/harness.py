@@ -41,7 +41,7 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 
 def format_table(headers: list[str], rows: list[list[object]]) -> str:
-    """A plain-text table with aligned columns (for the terminal and the README)."""
+    """A plain-text table with aligned columns (for the terminal and the benchmarks page)."""
     cells = [headers] + [[_fmt(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]

@@ -21,7 +21,7 @@ pays for none of it; a name whose extra is missing says which one to install:
 
 The API reference is docs/api.md (tools/api_docs.py writes it from the docstrings).
 
-Package map (data flows down; only notebooks import ``widgets``; README's contributor section has it too):
+Package map (data flows down; only notebooks import ``widgets``; docs/package-map.md has it too):
     errors              PyTorch's messages, error_line (the bottom layer)
     deepcopy_walk       what copy.deepcopy reaches, by its protocol; stored_values reads __dict__,
                         slots, items; deepcopy_reducers: reduced objects and known reducers

@@ -1,6 +1,7 @@
 """`python -m bench`: every section runs (quick sizes), its results are finite JSON whose ratios
-agree with its own figures, the goals table judges them right, and only the marked README block
-is rewritten. No wall-clock limits: the figures are checked for consistency, not speed."""
+agree with its own figures, the goals table judges them right, and only the marked block of the
+benchmarks page is rewritten (the committed page holds the table of the committed results). No
+wall-clock limits: the figures are checked for consistency, not speed."""
 from __future__ import annotations
 
 import json
@@ -12,12 +13,13 @@ import pytest
 from bench import footprint, notebooks
 from bench.__main__ import (
     END,
+    PAGE,
     SECTIONS,
     START,
     goals,
     main,
     notebook_goals,
-    readme_block,
+    page_block,
     run_sections,
     widget_goals,
     with_block,
@@ -146,20 +148,28 @@ def test_widget_goal_takes_each_explorers_worst_p95_and_skips_the_png_comparison
     assert only["measure"] == "widget p95, leaf playground (warm caches)" and only["met"] == "NO"
 
 
-def test_readme_block_replaces_only_the_marked_lines(results):
-    readme = f"# title\n\n## Benchmarks\n\nintro\n\n{START}\nold table\n{END}\n\n## After\n"
-    block = readme_block(results)
-    updated = with_block(readme, block)
+def test_page_block_replaces_only_the_marked_lines(results):
+    page = f"# title\n\n## Benchmarks\n\nintro\n\n{START}\nold table\n{END}\n\n## After\n"
+    block = page_block(results)
+    updated = with_block(page, block)
     assert "old table" not in updated and block in updated
     assert updated.startswith("# title\n\n## Benchmarks\n\nintro\n\n") and updated.endswith(f"{END}\n\n## After\n")
     assert with_block(updated, block) == updated
     assert results["machine"]["cpu"] in block and "whole run, wall time" in block
 
 
-@pytest.mark.parametrize("readme", ["no markers", f"{END}\n{START}\n", f"{START}\n{END}\n{START}\n{END}\n"])
-def test_readme_without_one_ordered_pair_of_markers_is_refused(readme):
+@pytest.mark.parametrize("page", ["no markers", f"{END}\n{START}\n", f"{START}\n{END}\n{START}\n{END}\n"])
+def test_page_without_one_ordered_pair_of_markers_is_refused(page):
     with pytest.raises(ValueError, match="bench:start"):
-        with_block(readme, "table")
+        with_block(page, "table")
+
+
+def test_the_benchmarks_page_holds_the_table_of_the_committed_results():
+    """What a full run writes, from bench/results.json as committed: the page and the results agree."""
+    committed = json.loads((PAGE.parent.parent / "bench" / "results.json").read_text())
+    page = PAGE.read_text()
+    assert with_block(page, page_block(committed)) == page, "run `make bench` (or restore docs/benchmarks.md's table)"
+    assert START not in (PAGE.parent.parent / "README.md").read_text()
 
 
 def test_unknown_section_is_refused(capsys):

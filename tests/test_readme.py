@@ -1,0 +1,79 @@
+"""The README a newcomer reads to the end: at most 1,000 words outside code blocks, and every file it
+names and every link it holds (to a file, a folder or a heading) exists. The pages under docs/ are held
+to the same links."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+FENCED = re.compile(r"```.*?```", re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A path in backticks: a folder/ or a file name with an extension the repository uses.
+NAMED_PATH = re.compile(r"`([\w.-]+/[\w./-]*|[\w.-]+\.(?:ipynb|md|py|txt|toml|yml|cff|svg))`")
+LESSON_ROW = re.compile(r"^\| `(\w+)` \|", re.MULTILINE)
+
+
+def words_outside_code(text: str) -> int:
+    return len(FENCED.sub(" ", text).split())
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*$", FENCED.sub("", markdown), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def broken_links(page: Path) -> list[str]:
+    """Each relative link of ``page`` whose file, folder or heading does not exist."""
+    problems = []
+    for target in LINK.findall(INLINE_CODE.sub("", FENCED.sub("", page.read_text()))):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists():
+            problems.append(f"{page.name}: {target} does not exist")
+        elif anchor and resolved.suffix == ".md" and anchor not in heading_anchors(resolved.read_text()):
+            problems.append(f"{page.name}: {target} names no heading of {resolved.name}")
+    return problems
+
+
+def test_the_readme_is_short_enough_to_read_to_the_end():
+    assert words_outside_code(README.read_text()) <= 1000
+
+
+def test_every_link_of_the_readme_resolves():
+    assert not broken_links(README)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_of_a_docs_page_resolves(page):
+    assert not broken_links(page)
+
+
+def test_every_file_the_readme_names_exists():
+    text = README.read_text()
+    named = set(NAMED_PATH.findall(FENCED.sub("", text)))
+    assert named, "the README names no file: the pattern is wrong"
+    missing = [name for name in named if not (ROOT / name).exists()]
+    assert not missing, f"the README names files that do not exist: {missing}"
+
+
+def test_every_notebook_in_the_readme_map_exists():
+    notebooks = {path.stem for path in (ROOT / "notebooks").rglob("*.ipynb") if "exercises" not in path.parts}
+    listed = LESSON_ROW.findall(README.read_text())
+    assert "quick_fix" in listed and len(listed) > 5
+    assert set(listed) <= notebooks, set(listed) - notebooks
+
+
+def test_links_resolve_check_catches_a_missing_file_and_a_missing_heading(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "other.md").write_text("# Other\n\n## Where it lives\n")
+    page.write_text("[a](other.md#where-it-lives) [b](gone.md) [c](other.md#nowhere) [d](https://example.org)\n")
+    assert broken_links(page) == ["page.md: gone.md does not exist", "page.md: other.md#nowhere names no heading of other.md"]
