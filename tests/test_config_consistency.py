@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONDA_NAME = {"torch": "pytorch-cpu", "graphviz": "python-graphviz"}
 # What a student runs the lessons with, and the maintainer tools that must stay out of it.
 STUDENT_PACKAGES = {"torch", "torchviz", "graphviz", "ipywidgets", "jupyterlab", "ipykernel"}
-MAINTAINER_ONLY = {"nbgrader", "playwright", "pytest", "hypothesis", "nbval", "ruff"}
+MAINTAINER_ONLY = {"nbgrader", "playwright", "pytest", "hypothesis", "nbval", "ruff", "sphinx"}
 # The pyproject.toml extras the lessons need on top of the core dependencies (torch).
 LESSON_EXTRAS = ("graphs", "lab")
 
