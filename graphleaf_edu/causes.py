@@ -19,8 +19,8 @@ from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import Dataset
 
 from graphleaf_edu import stored_values as sv
+from graphleaf_edu.stored_values import Node
 from graphleaf_edu.deepcopy_reducers import ReducedParts
-from graphleaf_edu.deepcopy_walk import Node
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """``safe_deepcopy``: ``copy.deepcopy`` that detaches non-leaf tensors instead of failing on them.
 
-The original is only read. First the walk of ``graphleaf_edu.deepcopy_walk`` (objects, not
-bytes: cheap next to the copy) names the non-leaf tensors; their detached copies go into
+The original is only read. First ``graphleaf_edu.diagnose.scan`` walks it once (objects, not
+bytes: cheap next to the copy) and names the non-leaf tensors; their detached copies go into
 ``copy.deepcopy``'s memo, and then one ``copy.deepcopy`` runs: it keeps every alias itself and
 never reaches those tensors. Nothing of a failed attempt is ever reused, so the copy is exactly
 what deepcopy makes, or an error is raised: a non-leaf the walk could not see (inside an object
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from graphleaf_edu.diagnose import _scan
+from graphleaf_edu.diagnose import Scan, scan
 from graphleaf_edu.errors import GRAPH_LEAVES
 from graphleaf_edu.findings import Findings
 from graphleaf_edu.paths import expression
@@ -77,9 +77,10 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     """
     if not isinstance(warn, bool):
         raise TypeError(f"safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")
-    findings, leaves_with_nonleaf_grad = _scan(obj)
+    scanned = scan(obj)
+    findings = scanned.findings
     try:
-        duplicate = _deepcopy_detached(obj, findings, leaves_with_nonleaf_grad)
+        duplicate = copy.deepcopy(obj, _detached_memo(scanned))
     except RuntimeError as error:
         if GRAPH_LEAVES not in str(error):
             raise
@@ -93,21 +94,21 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     return duplicate
 
 
-def _deepcopy_detached(obj: T, findings: Findings, leaves_with_nonleaf_grad: list[torch.Tensor]) -> T:
-    """``copy.deepcopy(obj)`` after putting detached copies of the found non-leaf tensors (and of
-    the leaves that hold one as ``.grad``) into its memo."""
+def _detached_memo(scanned: Scan) -> dict[int, Any]:
+    """A memo for ``copy.deepcopy`` holding detached copies of the found non-leaf tensors (and of
+    the leaves that hold one as ``.grad``)."""
     memo: dict[int, Any] = {}
     keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
-    for finding in findings:
+    for finding in scanned.findings:
         tensor = finding.tensor
         memo[id(tensor)] = tensor.detach().clone()  # a view's clone holds only its own elements
         keep_alive.append(tensor)
-    for finding in findings:  # their attributes and .grad, through the same memo (aliases kept)
+    for finding in scanned.findings:  # their attributes and .grad, through the same memo (aliases kept)
         _copy_tensor_extras(finding.tensor, memo[id(finding.tensor)], memo)
-    for leaf in leaves_with_nonleaf_grad:
+    for leaf in scanned.walk.leaves_with_nonleaf_grad:
         memo[id(leaf)] = _copy_leaf(leaf, memo)
         keep_alive.append(leaf)
-    return copy.deepcopy(obj, memo)
+    return memo
 
 
 def _copy_tensor_extras(tensor: torch.Tensor, duplicate: torch.Tensor, memo: dict[int, Any]) -> None:

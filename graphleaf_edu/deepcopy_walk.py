@@ -46,6 +46,7 @@ from graphleaf_edu.stored_values import (
     STATE,
     STATE_ITEM,
     Children,
+    Node,
     attribute_children,
     chain,
     class_lookup,
@@ -64,7 +65,6 @@ _MODULE_STORES = {"_parameters": PARAM, "_buffers": BUFFER, "_modules": CHILD}
 _POINTER = tuple.__itemsize__  # the size of one object reference
 _NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__dict__["__getnewargs__"].__code__
 _TUPLE_NEWARGS = tuple.__dict__["__getnewargs__"]
-Node = tuple[Any, int, str, Any]  # (obj, parent index, edge kind, key)
 
 
 @dataclass
@@ -74,16 +74,10 @@ class Walk:
     nodes: list[Node] = field(default_factory=list)
     nonleaf: list[int] = field(default_factory=list)  # node indices of the culprits
     opaque: list[tuple[int, str]] = field(default_factory=list)  # node index, why it was not looked inside
+    # Leaves whose .grad is a non-leaf: Tensor.__deepcopy__ copies .grad by calling its
+    # __deepcopy__ directly (not through the memo), so copying needs them too.
+    leaves_with_nonleaf_grad: list[torch.Tensor] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)  # what reducers returned: ids must stay unique
-
-    def leaves_with_nonleaf_grad(self) -> list[torch.Tensor]:
-        """Leaves whose ``.grad`` is a non-leaf: ``Tensor.__deepcopy__`` copies ``.grad`` by calling
-        its ``__deepcopy__`` directly (not through the memo), so copying needs them too."""
-        return [
-            obj for obj, *_ in self.nodes
-            if isinstance(obj, torch.Tensor) and obj.is_leaf and plan_of(obj) is _tensor_plan
-            and obj.grad is not None and not obj.grad.is_leaf
-        ]
 
 
 def walk(root: Any) -> Walk:
@@ -102,12 +96,16 @@ def walk(root: Any) -> Walk:
             deferred_keys.clear()
             continue
         obj = nodes[index][0]
-        if isinstance(obj, torch.Tensor) and not obj.is_leaf and plan_of(obj) is not _data_only_plan:
-            result.nonleaf.append(index)
-            index += 1
-            continue
+        plan = plan_of(obj)
+        if isinstance(obj, torch.Tensor) and plan is not _data_only_plan:
+            if not obj.is_leaf:
+                result.nonleaf.append(index)
+                index += 1
+                continue
+            if plan is _tensor_plan and obj.grad is not None and not obj.grad.is_leaf:
+                result.leaves_with_nonleaf_grad.append(obj)
         try:
-            children = plan_of(obj)(obj, result.keep_alive)
+            children = plan(obj, result.keep_alive)
             for kind, key, child in children:
                 if _skippable(child) or id(child) in seen:
                     continue

@@ -25,8 +25,8 @@ from graphleaf_edu.findings import Finding, Findings, OpaqueObject, shape_of
 from graphleaf_edu.paths import render_path, resolve
 
 __all__ = [
-    "Finding", "Findings", "OpaqueObject", "TensorInfo",
-    "deepcopy_blocker", "describe", "explain", "find_nonleaf", "resolve", "shape_of",
+    "Finding", "Findings", "OpaqueObject", "Scan", "TensorInfo",
+    "deepcopy_blocker", "describe", "explain", "find_nonleaf", "resolve", "scan", "shape_of",
 ]
 
 
@@ -140,7 +140,7 @@ def deepcopy_blocker(t: torch.Tensor) -> str | None:
     unsupported = _unsupported_by_torch(t)
     if unsupported:
         return unsupported
-    findings, _ = _scan(t)
+    findings = scan(t).findings
     return _blocker(findings[0]) if findings else None
 
 
@@ -213,7 +213,7 @@ def find_nonleaf(obj: Any) -> Findings:
         >>> gl.find_nonleaf(torch.nn.Linear(2, 2))
         Findings([])
     """
-    return _scan(obj)[0]
+    return scan(obj).findings
 
 
 def explain(obj: Any, error: str | BaseException = "deepcopy") -> None:
@@ -254,23 +254,48 @@ def _grad_fn_name(t: torch.Tensor) -> str | None:
     return None if t.grad_fn is None else type(t.grad_fn).__name__
 
 
-def _scan(root: Any) -> tuple[Findings, list[torch.Tensor]]:
-    """The findings, and the leaves whose ``.grad`` is a non-leaf (``safe_deepcopy`` needs both)."""
-    walked = dw.walk(root)
-    return _findings(root, walked), walked.leaves_with_nonleaf_grad()
+@dataclass(frozen=True)
+class Scan:
+    """One walk of what ``copy.deepcopy`` reaches from an object, and what it found there.
+
+    Attributes:
+        walk: every object deepcopy would reach, as nodes (``graphleaf_edu.deepcopy_walk.Walk``).
+        findings: the report of that walk (``find_nonleaf`` returns it).
+    """
+
+    walk: dw.Walk
+    findings: Findings
 
 
-def _findings(root: Any, walked: dw.Walk) -> Findings:
+def scan(obj: Any) -> Scan:
+    """Walk ``obj`` once as ``copy.deepcopy`` would, and name what the walk found.
+
+    ``find_nonleaf(obj)`` is ``scan(obj).findings``; ``safe_deepcopy`` also needs the walk itself.
+
+    Args:
+        obj: anything ``copy.deepcopy`` would be given.
+
+    Returns:
+        A ``Scan``: the walk and its ``Findings``.
+
+    Raises:
+        Nothing of its own: any object is walked.
+
+    Example:
+        >>> scanned = gl.diagnose.scan({"y": torch.ones(2, requires_grad=True) * 2})
+        >>> [f.path for f in scanned.findings], len(scanned.walk.nodes)
+        (["['y']"], 2)
+    """
+    walked = dw.walk(obj)
     nodes = walked.nodes
+    found = []
+    for index in walked.nonleaf:
+        cause = causes.diagnose(nodes, index)
+        tensor = nodes[index][0]
+        grad_fn = _grad_fn_name(tensor) or "None"  # culprits are non-leaf: they have a grad_fn
+        found.append(Finding(render_path(nodes, index), tensor, grad_fn, cause.cause, cause.fix, cause.kind))
     opaque = [
         OpaqueObject(render_path(nodes, index), type(nodes[index][0]).__qualname__, reason)
         for index, reason in walked.opaque
     ]
-    return Findings((_finding(nodes, i) for i in walked.nonleaf), subject=type(root).__name__, opaque=opaque)
-
-
-def _finding(nodes: list[Any], index: int) -> Finding:
-    tensor = nodes[index][0]
-    cause = causes.diagnose(nodes, index)
-    grad_fn = _grad_fn_name(tensor) or "None"  # culprits are non-leaf: they have a grad_fn
-    return Finding(render_path(nodes, index), tensor, grad_fn, cause.cause, cause.fix, cause.kind)
+    return Scan(walked, Findings(found, subject=type(obj).__name__, opaque=opaque))

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from torch import nn
 
 from graphleaf_edu import stored_values as sv
-from graphleaf_edu.deepcopy_walk import Node
+from graphleaf_edu.stored_values import Node
 
 Step = Callable[[Any, Any, str], str]  # (holder, key, path so far) -> path
 _TUPLEGETTER = type(namedtuple("_Probe", "field").__dict__["field"])

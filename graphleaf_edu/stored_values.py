@@ -20,6 +20,7 @@ REDUCED_ITEM, REDUCED_KEY, REDUCED_VALUE = "reduced item", "reduced key", "reduc
 DICT_KEY = "dict key"  # walked as KEY, after everything else
 
 Children = Iterator[tuple[str, Any, Any]]
+Node = tuple[Any, int, str, Any]  # one object the walk reached: (obj, parent index, edge kind, key)
 MISSING = object()  # what class_lookup returns for a name no class in the MRO defines
 
 

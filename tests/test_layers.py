@@ -134,3 +134,41 @@ def test_the_cycle_check_finds_cycles_and_skips_type_checking_imports(tmp_path):
                       "if TYPE_CHECKING:\n    from graphleaf_edu.widgets import x\n")
     known = {"graphleaf_edu", "graphleaf_edu.errors", "graphleaf_edu.widgets"}
     assert direct_imports(source, known) == {"graphleaf_edu.errors", "graphleaf_edu"}
+
+
+def private_imports(path: Path) -> list[str]:
+    """Private names (``_x``, not dunders) that ``path`` takes from another module of the package:
+    ``from graphleaf_edu.m import _x``, or ``m._x`` on a package module it imported."""
+    tree = ast.parse(path.read_text())
+    own = module_name(path) if PACKAGE in path.parents else path.stem
+    aliases, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "graphleaf_edu":
+            for alias in node.names:
+                if node.module != own and _is_private(alias.name):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                aliases.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            aliases |= {alias.asname for alias in node.names if alias.asname and alias.name.startswith("graphleaf_edu.")}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and _is_private(node.attr)):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.endswith("__")
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_takes_another_modules_private_names(path):
+    assert private_imports(path) == []
+
+
+def test_the_private_name_check_sees_both_forms(tmp_path):
+    source = tmp_path / "probe.py"
+    source.write_text("from graphleaf_edu.diagnose import _scan, scan\nfrom graphleaf_edu import deepcopy_walk as dw\n"
+                      "import graphleaf_edu.paths as p\nx = dw._opaque_plan, dw.walk, p._STEPS, dw.__name__\n")
+    assert private_imports(source) == [
+        "line 1: from graphleaf_edu.diagnose import _scan", "line 4: dw._opaque_plan", "line 4: p._STEPS"]
