@@ -1,6 +1,10 @@
 """Short tracebacks for students: the error's type and message, the student's own lines, and the line
 that raised it; the frames in between (``copy``, ``torch``, this package) are counted, not shown.
 
+An error already shown in full in this session (the same type and first line of message) is shown
+again as one line: the type, the message's first sentence and the student's own line that raised it
+(IPython's ``%xmode Minimal`` would drop that line).
+
 ``setup_notebook`` turns this on in IPython. It only changes how a traceback is *shown*: the exception
 is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Context`` or
 ``%xmode Verbose`` shows every frame again (``%xmode Plain`` goes back to the short form).
@@ -8,6 +12,7 @@ is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Co
 from __future__ import annotations
 
 import functools
+import linecache
 import types
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +48,31 @@ def short_worker_message(error: BaseException) -> BaseException:
         return error
 
 
+def first_sentence(message: str) -> str:
+    """The first sentence of a message's first line (PyTorch's messages go on with hints)."""
+    line = message.strip().split("\n", 1)[0]
+    sentence, dot, rest = line.partition(". ")
+    return f"{sentence}." if dot and rest else line
+
+
+def repeat_line(error: BaseException, where: str | None) -> str:
+    """An error shown in full before, in one line: its type, first sentence, and the student's line."""
+    shown = f"{type(error).__name__}: {first_sentence(str(error))} (shown in full above)"
+    return f"{shown}  <- {where}" if where else shown
+
+
+def students_line(tb: types.TracebackType | None, label: Callable[[str], str | None]) -> str | None:
+    """``"Cell In[7], line 2: copy.deepcopy(y)"``: the deepest frame ``label`` names, with its source line."""
+    found = None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        name = label(filename)
+        if name is not None:
+            found = f"{name}, line {tb.tb_lineno}: {linecache.getline(filename, tb.tb_lineno).strip()}"
+        tb = tb.tb_next
+    return found
+
+
 def _hidden_note(count: int) -> str:
     return f"  [... {count} library frame{'s' if count != 1 else ''} not shown: %xmode Context shows them]\n"
 
@@ -58,8 +88,14 @@ def use_short_tracebacks(shell: Any) -> None:
     # A kernel's front end (JupyterLab) shows the entries joined by newlines; a terminal joins them as they are.
     joined_by_newlines = getattr(shell, "kernel", None) is not None
 
+    def cell_label(filename: str) -> str | None:
+        named = shell.compile.format_code_name(filename)
+        return None if named is None else " ".join(named)
+
     def is_students(filename: str) -> bool:
-        return shell.compile.format_code_name(filename) is not None
+        return cell_label(filename) is not None
+
+    shown_in_full: set[tuple[str, str]] = set()
 
     @functools.wraps(full)
     def structured_traceback(etype, evalue, etb=None, tb_offset=None, context=5):
@@ -68,6 +104,10 @@ def use_short_tracebacks(shell: Any) -> None:
         # IPython's own first frame (run_code) sits before the cell's: skip it as IPython would.
         for _ in range(formatter.tb_offset if tb_offset is None else tb_offset):
             etb = etb.tb_next if etb.tb_next is not None else etb
+        seen = (etype.__name__, str(short_worker_message(evalue)))
+        if seen in shown_in_full:
+            return [repeat_line(evalue, students_line(etb, cell_label))]
+        shown_in_full.add(seen)
         short, hidden = keep_frames(etb, is_students)
         lines = full(etype, short_worker_message(evalue), short, 0, context)
         if hidden and len(lines) > 1:
@@ -77,4 +117,5 @@ def use_short_tracebacks(shell: Any) -> None:
         return lines
 
     structured_traceback.graphleaf_short = True
+    structured_traceback.forget_shown = shown_in_full.clear  # the next error of each kind shows in full again
     formatter.structured_traceback = structured_traceback

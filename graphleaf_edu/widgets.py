@@ -4,8 +4,9 @@ Each explorer is a thin ipywidgets box: its controls call one pure view from
 ``graphleaf_edu.views`` and show what it returns. Text is shown escaped in ``widgets.HTML``;
 graphs are SVG in a ``widgets.Image`` (an ``<img>``, so no script and no notebook trust involved;
 Graphviz writes SVG about three times faster than PNG). ``widgets.Output`` is never used: outside
-a front end its capture leaks to stdout. An explorer given a ``Task`` shows it above its controls
-and a "solved" sign once its view shows a solution.
+a front end its capture leaks to stdout. An explorer given a ``Task`` (or the name of one in
+``graphleaf_edu.views.TASKS``) shows it above its controls and a "solved" sign once its view shows a
+solution.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from graphleaf_edu.views import (
     playground_namespace,
     playground_view,
     scenario_view,
+    task_named,
 )
 
 __all__ = [
@@ -74,7 +76,8 @@ def _show_picture(image: widgets.Image, svg: bytes | None) -> None:
 class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no types
     """A box of controls and outputs, with the task (if any) on top and its "solved" sign."""
 
-    def __init__(self, children: list[widgets.Widget], css_class: str, task: Task | None):
+    def __init__(self, children: list[widgets.Widget], css_class: str, task: Task | str | None):
+        task = task_named(task)
         self.task = task
         self.task_status = _html("graphleaf-task")
         super().__init__(([self.task_status] if task else []) + children)
@@ -96,7 +99,7 @@ class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
 class ScenarioExplorer(_Explorer):
     """Pick a scenario and a fix, press deepcopy; after the first press every change re-runs at once."""
 
-    def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | None = None):
+    def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | str | None = None):
         require_scenario(scenario)
         self.scenario = widgets.Dropdown(options=[(s.title, s) for s in SCENARIOS.values()], value=scenario,
                                          description="scenario", layout=widgets.Layout(width=_WIDE))
@@ -155,7 +158,7 @@ def _fix_options(scenario: Scenario) -> list[tuple[str, str]]:
 class LeafPlayground(_Explorer):
     """Type an expression over x, w, b (or pick one) and see describe() and the graph of the result."""
 
-    def __init__(self, expression: str = "x * 2", task: Task | None = None):
+    def __init__(self, expression: str = "x * 2", task: Task | str | None = None):
         self.examples = widgets.Dropdown(options=["(examples)", *PLAYGROUND_EXAMPLES], description="example")
         self.expression = widgets.Text(value=expression, description="expression", continuous_update=False,
                                        layout=widgets.Layout(width=_WIDE))
@@ -189,7 +192,7 @@ class LeafPlayground(_Explorer):
 class DataLoaderLab(_Explorer):
     """Choose a DataLoader configuration, run it for real, and keep every outcome in a table."""
 
-    def __init__(self, task: Task | None = None):
+    def __init__(self, task: Task | str | None = None):
         methods = multiprocessing.get_all_start_methods()  # the platform's default first
         label = {"style": {"description_width": "initial"}}
         self.start_method = widgets.Dropdown(options=methods, value=methods[0], description="start method", **label)
@@ -242,7 +245,7 @@ class DataLoaderLab(_Explorer):
 class FixComparisonExplorer(_Explorer):
     """Choose a model and see which fixes make it copyable, and what each one costs."""
 
-    def __init__(self, scenario: Scenario, measure: Measure = fix_summary, task: Task | None = None):
+    def __init__(self, scenario: Scenario, measure: Measure = fix_summary, task: Task | str | None = None):
         require_scenario(scenario)
         models = model_scenarios()
         if scenario not in models:
@@ -262,38 +265,43 @@ class FixComparisonExplorer(_Explorer):
         self._show_task(view)
 
 
-def scenario_explorer(scenario: Scenario = SCENARIOS["intermediate_tensor"], fix: str = NONE,
-                      task: Task | None = None) -> ScenarioExplorer:
+def scenario_explorer(scenario: Scenario | str = SCENARIOS["intermediate_tensor"], fix: str = NONE,
+                      task: Task | str | None = None) -> ScenarioExplorer:
     """A scenario and fix picker with a "deepcopy" button: the code, the result and the graph.
 
     Args:
-        scenario: the scenario shown first (one of ``SCENARIOS``).
+        scenario: the scenario shown first (one of ``SCENARIOS``, or its key).
         fix: the key of the fix chosen first.
-        task: something to do, shown on top with a "solved" sign once done (``graphleaf_edu.views.Task``).
+        task: something to do, shown on top with a "solved" sign once done: a ``graphleaf_edu.views.Task``
+            or the name of one in ``graphleaf_edu.views.TASKS``.
 
     Returns:
         The explorer, an ``ipywidgets.VBox``: display it in Jupyter.
 
     Raises:
-        TypeError: ``scenario`` is not a ``Scenario`` (pass ``SCENARIOS[key]``, not the key).
-        KeyError: the scenario has no fix ``fix``.
+        TypeError: ``scenario`` is neither a ``Scenario`` nor a key of ``SCENARIOS``.
+        KeyError: no scenario, fix or task of that name (the message lists them).
 
     Example:
-        >>> explorer = gl.scenario_explorer(gl.SCENARIOS["model_cache"], "safe_deepcopy")
+        >>> explorer = gl.scenario_explorer("model_cache", "safe_deepcopy", task="fix at the source")
         >>> explorer.fix.value
         'safe_deepcopy'
         >>> explorer
         ScenarioExplorer: an interactive explorer; run this cell in Jupyter to use it
     """
+    if isinstance(scenario, str):
+        if scenario not in SCENARIOS:
+            raise KeyError(f"no scenario {scenario!r}; the scenarios are {sorted(SCENARIOS)}")
+        scenario = SCENARIOS[scenario]
     return ScenarioExplorer(scenario, fix, task)
 
 
-def leaf_playground(expression: str = "x * 2", task: Task | None = None) -> LeafPlayground:
+def leaf_playground(expression: str = "x * 2", task: Task | str | None = None) -> LeafPlayground:
     """A text box (and examples) over seeded tensors x, w, b: describe() and the graph of the result.
 
     Args:
         expression: the Python expression shown first (over ``torch``, ``copy``, ``x``, ``w``, ``b``).
-        task: something to do, shown on top with a "solved" sign once done.
+        task: something to do, shown on top with a "solved" sign once done (a ``Task`` or a name in ``TASKS``).
 
     Returns:
         The playground, an ``ipywidgets.VBox``: display it in Jupyter.
@@ -309,13 +317,13 @@ def leaf_playground(expression: str = "x * 2", task: Task | None = None) -> Leaf
     return LeafPlayground(expression, task)
 
 
-def dataloader_lab(task: Task | None = None) -> DataLoaderLab:
+def dataloader_lab(task: Task | str | None = None) -> DataLoaderLab:
     """Start method x workers x deepcopy in __getitem__ x detach at construction, run for real.
 
     Each run is ``run_loader`` with the chosen options: real worker processes, with a timeout.
 
     Args:
-        task: something to do, shown on top with a "solved" sign once done.
+        task: something to do, shown on top with a "solved" sign once done (a ``Task`` or a name in ``TASKS``).
 
     Returns:
         The lab, an ``ipywidgets.VBox``: display it in Jupyter.
@@ -331,14 +339,14 @@ def dataloader_lab(task: Task | None = None) -> DataLoaderLab:
 
 
 def fix_comparison(scenario: Scenario = SCENARIOS["model_cache"], measure: Measure = fix_summary,
-                   task: Task | None = None) -> FixComparisonExplorer:
+                   task: Task | str | None = None) -> FixComparisonExplorer:
     """Pick a model (a cache, old weight_norm, ...) and see which fixes make it copyable.
 
     Args:
         scenario: the model scenario shown first (one of ``SCENARIOS`` whose target is a model).
         measure: ``measure(scenario, fix) -> {column: value}`` fills the table (default
             ``fix_summary``); a notebook can pass the measuring function it built, so the widget shows its columns.
-        task: something to do, shown on top with a "solved" sign once done.
+        task: something to do, shown on top with a "solved" sign once done (a ``Task`` or a name in ``TASKS``).
 
     Returns:
         The comparison, an ``ipywidgets.VBox`` holding one table row per fix.

@@ -18,14 +18,23 @@ CELLS = {
     "function": "def keep(batch):\n    return copy.deepcopy(batch)  # the student's line\nkeep({'a': [y]})",
     "full": "%xmode Context\ncopy.deepcopy(model)",
 }
+FORGET = "get_ipython().InteractiveTB.structured_traceback.forget_shown()  # each case shows in full"
+REPEATS = [
+    "x = torch.ones(3, requires_grad=True)\ncopy.deepcopy(x * 2)",
+    "first = x[0]\nsnapshot = copy.deepcopy(first)  # the student's line",
+    "def keep(batch):\n    return copy.deepcopy(batch)  # inside the student's function\nkeep([x * 3])",
+    "model = nn.Linear(2, 2)\nmodel(torch.ones(2, 3))",
+    "%xmode Context\ncopy.deepcopy(x * 4)",
+]
 
 
 @pytest.fixture(scope="module")
 def shown():
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in [SETUP, *CELLS.values()]])
+    sources = [SETUP, *(part for cell in CELLS.values() for part in (FORGET, cell))]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in sources])
     NotebookClient(notebook, kernel_name="graphleaf-cpu", allow_errors=True, timeout=120).execute()
     errors = {}
-    for name, cell in zip(CELLS, notebook.cells[1:]):
+    for name, cell in zip(CELLS, notebook.cells[2::2]):
         (error,) = [o for o in cell.outputs if o.output_type == "error"]
         errors[name] = (error, ANSI.sub("", "\n".join(error.traceback)))
     return errors
@@ -82,3 +91,22 @@ def test_setup_outside_ipython_changes_nothing(capsys):
     from graphleaf_edu import setup_notebook
     assert isinstance(setup_notebook(seed=0), torch.device)
     assert "graphleaf_edu ready" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def repeated():
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in [SETUP, *REPEATS]])
+    NotebookClient(notebook, kernel_name="graphleaf-cpu", allow_errors=True, timeout=120).execute()
+    return [next(o for o in cell.outputs if o.output_type == "error") for cell in notebook.cells[1:]]
+
+
+def test_an_error_shown_before_shows_again_as_one_line_naming_the_students_line(repeated):
+    first, again, in_function, other, full = ([ANSI.sub("", line) for line in error.traceback] for error in repeated)
+    assert len(first) > 3 and f"RuntimeError: {DEEPCOPY_ERROR}" in "\n".join(first)
+    assert again == [(f"RuntimeError: {DEEPCOPY_ERROR} at the moment. (shown in full above)  "
+                      "<- Cell In[3], line 2: snapshot = copy.deepcopy(first)  # the student's line")]
+    assert len(in_function) == 1 and in_function[0].endswith("line 2: return copy.deepcopy(batch)  # inside the student's function")
+    assert len(other) > 1, "another error is shown in full"
+    assert len(full) > 3, "%xmode Context shows every frame, repeat or not"
+    assert [e.ename for e in repeated] == ["RuntimeError"] * 5
+    assert repeated[1].evalue == repeated[0].evalue, "the exception itself is unchanged"

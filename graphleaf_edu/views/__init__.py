@@ -29,6 +29,7 @@ from graphleaf_edu.views.playground import (
     playground_view,
 )
 from graphleaf_edu.views.scenario import ScenarioView, scenario_view
+from graphleaf_edu.views.tasks import TASKS, task_named
 from graphleaf_edu.views.tensors import (
     copy_table,
     deepcopy_result,
@@ -40,6 +41,7 @@ __all__ = [
     "LOADER_TIMEOUT_S",
     "PICTURE_CACHE_SIZE",
     "PLAYGROUND_EXAMPLES",
+    "TASKS",
     "FixComparison",
     "LoaderView",
     "Measure",
@@ -62,5 +64,6 @@ __all__ = [
     "playground_namespace",
     "playground_view",
     "scenario_view",
+    "task_named",
     "tensor_text",
 ]

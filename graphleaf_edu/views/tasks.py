@@ -1,0 +1,93 @@
+"""The lessons' explorer tasks, by name: what to do, and the check that says it is done.
+
+A lesson writes ``gl.scenario_explorer("model_cache", task="fix at the source")``; the check lives
+here, so a lesson shows the task and its sign, never the checking code. Each check reads the
+explorer's current view and measures what the run really did (``measure_fix``), never a fix's key.
+
+    >>> TASKS["independent snapshot"].done(scenario_view(SCENARIOS["intermediate_tensor"], "detach"))
+    False
+"""
+from __future__ import annotations
+
+from graphleaf_edu.scenarios.measure import measure_fix
+from graphleaf_edu.views.common import Task
+from graphleaf_edu.views.loader import LoaderView
+from graphleaf_edu.views.playground import PlaygroundView
+from graphleaf_edu.views.scenario import ScenarioView
+
+__all__ = ["TASKS", "task_named"]
+
+
+def copyable_affine(view: PlaygroundView) -> bool:
+    """The expression starts from ``w @ x + b`` and ``copy.deepcopy`` accepts its result."""
+    return view.ok and view.info is not None and "w @ x + b" in view.expression and view.info.deepcopy_ok
+
+
+def independent_snapshot(view: ScenarioView) -> bool:
+    """The copy was made, and it keeps its numbers in memory of its own."""
+    measured = measure_fix(view.scenario, view.fix)
+    return measured.works and measured.shares_memory is False
+
+
+def copy_and_keep_training(view: ScenarioView) -> bool:
+    """The copy was made, and the original still has its ``grad_fn`` (training can backpropagate)."""
+    measured = measure_fix(view.scenario, view.fix)
+    return measured.works and measured.keeps_graph is True
+
+
+def fixed_at_the_source(view: ScenarioView) -> bool:
+    """The copy was made without changing the original, and the tensor that broke it is stored without
+    its graph: every later copy, pickle or checkpoint works too."""
+    measured = measure_fix(view.scenario, view.fix)
+    return measured.works and measured.original_changed == "no" and measured.keeps_graph is False
+
+
+def copies_without_constructor_or_change(view: ScenarioView) -> bool:
+    """The copy works, the original is unchanged and keeps its graph, and the model's class was never built."""
+    measured = measure_fix(view.scenario, view.fix)
+    return (measured.works and measured.original_changed == "no" and measured.keeps_graph is True
+            and not measured.rebuilds)
+
+
+def spawn_workers_deliver(view: LoaderView) -> bool:
+    """The latest run used fresh-interpreter workers (spawn or forkserver) and every batch arrived."""
+    run = view.outcome
+    return run.start_method in ("spawn", "forkserver") and run.num_workers > 0 and run.ok
+
+
+def spawn_workers_deliver_deepcopied_rows(view: LoaderView) -> bool:
+    """As ``spawn_workers_deliver``, with ``__getitem__`` still deep-copying each row."""
+    return spawn_workers_deliver(view) and view.outcome.deepcopy_in_getitem
+
+
+TASKS: dict[str, Task] = {
+    "copyable affine": Task("Type an expression that starts from w @ x + b, has the same values, and gives a "
+                            "tensor copy.deepcopy accepts.", copyable_affine,
+                            solved="Solved: a tensor without a grad_fn."),
+    "independent snapshot": Task("Find a fix whose copy works and shares no memory with y.", independent_snapshot,
+                                 solved="Solved: an independent snapshot."),
+    "copy and keep training": Task("Find a fix that copies the output and keeps the output in the graph, so "
+                                   "training can still backpropagate through it.", copy_and_keep_training,
+                                   solved="Solved: a copy, and training goes on."),
+    "fix at the source": Task("Find the fix after which the model itself holds no graph, so that every later "
+                              "copy works, without the copy changing the model.", fixed_at_the_source,
+                              solved="Solved: fixed where the tensor is stored."),
+    "copy without changing anything": Task("Copy the model without its constructor, leaving the original "
+                                           "exactly as it was.", copies_without_constructor_or_change,
+                                           solved="Solved: a copy that changes nothing."),
+    "spawn workers": Task("Make spawn (or forkserver) workers deliver their batches.", spawn_workers_deliver,
+                          solved="Solved: fresh worker processes received the dataset."),
+    "spawn workers, deepcopy in __getitem__": Task(
+        "Make spawn workers deliver batches while __getitem__ still deep-copies.",
+        spawn_workers_deliver_deepcopied_rows, solved="Solved: spawn workers, rows deep-copied, batches delivered."),
+}
+
+
+def task_named(task: Task | str | None) -> Task | None:
+    """A ``Task`` given as itself or by its name in ``TASKS``; an unknown name says which exist."""
+    if task is None or isinstance(task, Task):
+        return task
+    if task not in TASKS:
+        raise KeyError(f"no task named {task!r}; the tasks are {sorted(TASKS)} (or pass a graphleaf_edu.views.Task)")
+    return TASKS[task]
+

@@ -1,0 +1,60 @@
+"""The lessons' explorer tasks (graphleaf_edu.views.TASKS): each is solved by the fixes that really do
+what it asks, measured on real runs, and by nothing else; explorers take a task by its name."""
+import pytest
+
+from graphleaf_edu import run_loader, views, widgets
+from graphleaf_edu.scenarios import SCENARIOS
+
+SOLVED_BY = [
+    ("intermediate_tensor", "independent snapshot", ["detach_clone", "safe_deepcopy"]),
+    ("model_output", "copy and keep training", ["detach_clone", "safe_deepcopy"]),
+    ("model_cache", "fix at the source", ["detach_at_source"]),
+    ("forward_hook", "fix at the source", ["detach_at_source"]),
+    ("model_cache", "copy without changing anything", ["custom_deepcopy", "getstate", "safe_deepcopy"]),
+]
+
+
+@pytest.mark.parametrize(("scenario", "task", "solutions"), SOLVED_BY, ids=lambda v: v if isinstance(v, str) else "")
+def test_a_scenario_task_is_solved_by_exactly_the_fixes_that_do_what_it_asks(scenario, task, solutions):
+    scenario = SCENARIOS[scenario]
+    solved = [fix for fix in scenario.fix_keys() if views.TASKS[task].done(views.scenario_view(scenario, fix))]
+    assert solved == solutions
+
+
+@pytest.mark.parametrize(("expression", "solves"), [
+    ("w @ x + b", False), ("(w @ x + b).detach()", True), ("(w @ x + b).detach().clone()", True),
+    ("x.detach()", False), ("(w @ x + b) * 0", False), ("w @ x +", False),
+])
+def test_the_playground_task_wants_the_affine_result_without_its_graph(expression, solves):
+    assert views.TASKS["copyable affine"].done(views.playground_view(expression)) is solves
+
+
+def test_the_loader_tasks_want_fresh_interpreter_workers_that_deliver():
+    kwargs = {"num_workers": 1, "deepcopy_in_getitem": True, "timeout": 60}
+    broken = views.loader_view(start_method="spawn", detach_at_construction=False, **kwargs)
+    fixed = views.loader_view(broken.history, start_method="spawn", detach_at_construction=True, **kwargs)
+    in_fork = views.loader_view(start_method="fork", detach_at_construction=True, **kwargs)
+    for name in ("spawn workers", "spawn workers, deepcopy in __getitem__"):
+        task = views.TASKS[name]
+        assert (task.done(broken), task.done(fixed), task.done(in_fork)) == (False, True, False), name
+    plain = views.LoaderView(run_loader(start_method="fork", num_workers=0, deepcopy_in_getitem=False,
+                                        detach_at_construction=True), ())
+    assert not views.TASKS["spawn workers"].done(plain), "no worker process at all"
+
+
+def test_an_explorer_takes_a_task_and_a_scenario_by_name():
+    explorer = widgets.scenario_explorer("model_cache", task="fix at the source")
+    assert explorer.scenario.value is SCENARIOS["model_cache"]
+    assert explorer.task is views.TASKS["fix at the source"]
+    assert "holds no graph" in explorer.task_status.value and "graphleaf-solved" not in explorer.task_status.value
+    explorer.fix.value = "detach_at_source"
+    explorer.deepcopy.click()
+    assert "graphleaf-solved" in explorer.task_status.value
+    assert widgets.leaf_playground(task="copyable affine").task is views.TASKS["copyable affine"]
+
+
+def test_an_unknown_task_or_scenario_name_lists_the_names():
+    with pytest.raises(KeyError, match=r"no task named 'snapshot'; the tasks are \['copy and keep training'"):
+        widgets.dataloader_lab(task="snapshot")
+    with pytest.raises(KeyError, match=r"no scenario 'cache'; the scenarios are \["):
+        widgets.scenario_explorer("cache")
