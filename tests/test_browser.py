@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +18,9 @@ import pytest
 from chromium import playwright_or_skip
 from jupyterlab_process import running_lab
 from notebook_files import NOTEBOOKS, ROOT, all_notebooks
+
+sys.path.insert(0, str(ROOT / "tools"))
+import predict_prompts
 
 playwright = playwright_or_skip()
 
@@ -220,42 +224,56 @@ CHECKS = {
 
 # --- predict before you see ---------------------------------------------------------------------------
 
-PREDICT_LESSON = "02_what_deepcopy_does.ipynb"
+PREDICT_LESSON = "01_leaves_and_grad_fn.ipynb"  # its answers include tables and pictures
 
 
-def folded_answers(path: Path) -> list[tuple[str, str]]:
-    """(first line, a later line) of each stored output that the lesson keeps folded until its cell runs."""
-    answers = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("outputs_hidden"):
-            text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-            lines = [line.strip() for line in text.splitlines() if line.strip()]
-            if len(lines) > 1:
-                answers.append((lines[0], lines[-1]))
-    return answers
+def squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def answer_lines(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(code cell number, placeholder line, the answer's own lines) of each cell that answers a prompt.
+
+    An answer's own lines are the stored text lines after the placeholder line that appear nowhere
+    else in the notebook (not in a cell's source, not in an output shown unfolded)."""
+    notebook = nbformat.read(path, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    answering = [cell for _, cell in predict_prompts.answer_cells(notebook)]
+    elsewhere = squeezed(" ".join([c.source for c in notebook.cells] + [
+        o.get("text", "") for c in code if c not in answering for o in c.get("outputs", [])]))
+    found = []
+    for cell in answering:
+        text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        lines = [squeezed(line) for line in text.splitlines() if line.strip()][1:]
+        own = [line for line in lines if line not in elsewhere]
+        if own:
+            found.append((code.index(cell), squeezed(predict_prompts.placeholder_line(cell)), own))
+    return found
 
 
 def test_a_predict_answer_stays_hidden_until_its_cell_runs(lab, page):
     url, root = lab
-    answers = folded_answers(root / PREDICT_LESSON)
-    assert answers, f"{PREDICT_LESSON} folds no answer"
+    answers = answer_lines(root / PREDICT_LESSON)
+    assert len(answers) >= 5, f"{PREDICT_LESSON} folds too few answers: {answers}"
     page.goto(f"{url}/lab/tree/{PREDICT_LESSON}?reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     try:
-        shown = page.locator(".jp-Notebook").inner_text()
-        for first, answer in answers:
-            assert first in shown, f"the neutral first line {first!r} is not on screen"
-            assert answer not in shown, f"an answer shows before its cell runs: {answer!r}"
-        # Run the first folded cell (and the cells it needs): its answer appears.
-        first, answer = answers[0]
+        shown = squeezed(page.locator(".jp-Notebook").inner_text())
+        for _, placeholder, own in answers:
+            assert placeholder in shown, f"the folded placeholder {placeholder!r} is not on screen"
+            for line in own:
+                assert line not in shown, f"an answer shows before its cell runs: {line!r}"
+        # Run the cells before a table answer, then that cell: its whole answer appears.
+        index, _, own = next(a for a in answers if a[1].startswith("leaf or not"))
         cells = page.locator(".jp-Notebook .jp-CodeCell")
-        index = next(i for i in range(cells.count()) if first in cells.nth(i).inner_text())
         cells.nth(index).click()
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-above'); return true; }")
         page.wait_for_function(KERNEL_IDLE, timeout=RUN_ALL_TIMEOUT_MS)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); return true; }")
-        wait_for_text(cells.nth(index), answer)
+        for line in own:
+            playwright.expect(cells.nth(index).locator(".jp-OutputArea")).to_contain_text(
+                re.compile(r"\s+".join(map(re.escape, line.split()))), timeout=CLICK_TIMEOUT_MS)
     finally:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "predict-hidden.png"))

@@ -2,7 +2,8 @@
 
 Outputs are what nbval later compares, so this run must be deterministic: the notebooks seed
 everything in their setup cell, timing metadata is not recorded, and the stored kernelspec is
-reset to the standard ``python3`` one so any Jupyter opens the files without a prompt.
+reset to the standard ``python3`` one so any Jupyter opens the files without a prompt. The cells
+that answer a **Predict** prompt are stored folded (``predict_prompts.fold_answers``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from predict_prompts import fold_answers
 
 STANDARD_KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +66,7 @@ def execute(path: Path, kernel_name: str = "graphleaf-cpu") -> None:
     )
     client.execute()
     strip_machine_paths(notebook)
+    fold_answers(notebook)
     notebook.metadata["kernelspec"] = dict(STANDARD_KERNELSPEC)
     nbformat.write(notebook, path)
 

@@ -5,7 +5,8 @@
   graphleaf_edu_jupyter keeps the stored one on save, so opening a notebook never rewrites it.
 - the shared setup cell (the first code cell) installs the package and Graphviz where they are missing
   (Colab), so one notebook runs locally, on Binder and on Colab;
-- every lesson's header ends with an "Open in Colab" badge for that lesson.
+- every lesson's header ends with an "Open in Colab" badge for that lesson;
+- every code cell that answers a **Predict** prompt stores its outputs folded (``predict_prompts``).
 
     .venv/bin/python tools/stamp_notebooks.py            # every notebook git tracks
     .venv/bin/python tools/stamp_notebooks.py PATH...    # only these
@@ -22,6 +23,7 @@ import tomllib
 from pathlib import Path
 
 import nbformat
+from predict_prompts import fold_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
@@ -62,7 +64,11 @@ def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
     header.source = "\n".join([*kept, "", badge])
 
 
-EDITS = (stamp_language_version, install_where_missing, colab_badge)
+def fold_predict_answers(notebook: nbformat.NotebookNode, path: Path) -> None:
+    fold_answers(notebook)
+
+
+EDITS = (stamp_language_version, install_where_missing, colab_badge, fold_predict_answers)
 
 
 def tracked_notebooks() -> list[Path]:

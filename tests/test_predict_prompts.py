@@ -1,0 +1,94 @@
+"""Predict, then run: every prompt asks the same way, and no answer shows before its cell runs.
+
+The rule lives in tools/predict_prompts.py (the executor and the stamper fold with it); these tests
+read every stored notebook, the lessons and the instructor's copies, with the same functions.
+"""
+import io
+import re
+import sys
+import tokenize
+
+import pytest
+from notebook_files import NOTEBOOKS, ROOT, lessons, read
+
+sys.path.insert(0, str(ROOT / "tools"))
+import course_stats
+import predict_prompts
+
+EVERY_NOTEBOOK = sorted(p for folder in (NOTEBOOKS, ROOT / "instructor") for p in folder.rglob("*.ipynb")
+                        if ".ipynb_checkpoints" not in p.parts)
+# What a folded output's one visible line must not say: it would answer the question.
+GIVES_AWAY = re.compile(r"\b(True|False|raises?|raised|works?|worked|fails?|failed|\w+Error|Traceback)\b|is_leaf=|grad_fn=")
+# A comment in an answer cell that tells the outcome before the cell runs.
+OUTCOME_COMMENT = re.compile(r"\b(raises?|raised|fails?|failed|works?|worked|succeeds?|non-leaf|a leaf|cannot|can't"
+                             r"|\w+Error)\b|(?<![=\w])(True|False)\b")
+TASK_CHECK = re.compile(r"gl\.views\.Task\(\s*\"[^\"]*\",\s*(\w+)")
+
+
+def ids(path):
+    return str(path.relative_to(ROOT))
+
+
+def comments(source: str) -> list[str]:
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError):
+        return [line[line.index("#"):] for line in source.splitlines() if "#" in line]
+
+
+def test_the_lessons_ask_predict_prompts():
+    counts = {p.name: sum(len(predict_prompts.prompts(c.source)) for c in read(p).cells if c.cell_type == "markdown")
+              for p in lessons()}
+    assert all(counts[p.name] for p in lessons() if p.name[:2] in {f"{n:02d}" for n in range(12)}), counts
+    assert sum(counts.values()) >= 80, counts
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
+def test_every_prompt_is_predict_then_a_question(path):
+    for cell in read(path).cells:
+        if cell.cell_type == "markdown":
+            for prompt in predict_prompts.prompts(cell.source):
+                assert predict_prompts.well_formed(prompt), f"not '**Predict**:' and a question: {prompt!r}"
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
+def test_every_answer_is_stored_folded_behind_a_neutral_line(path):
+    notebook = read(path)
+    for asked, cell in predict_prompts.answer_cells(notebook):
+        where = f"the answer to {notebook.cells[asked].source[-120:]!r}:\n{cell.source}"
+        assert predict_prompts.folded(cell), f"stored unfolded: {where}"
+        line = predict_prompts.placeholder_line(cell)
+        assert not GIVES_AWAY.search(line), f"the folded placeholder shows {line!r}: {where}"
+        assert not predict_prompts.starts_with_a_table(cell), f"the placeholder shows a table's first line {line!r}: {where}"
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
+def test_no_answer_cell_comment_tells_the_outcome(path):
+    for _, cell in predict_prompts.answer_cells(read(path)):
+        for comment in comments(cell.source):
+            assert not OUTCOME_COMMENT.search(comment), f"move this to the Markdown after the cell: {comment!r}"
+
+
+@pytest.mark.parametrize("path", [p for p in EVERY_NOTEBOOK if course_stats.stats(p, ROOT).tasks], ids=ids)
+def test_a_widget_tasks_solution_sits_under_a_folded_solution_heading(path):
+    cells = read(path).cells
+    checks = {name for c in cells if c.cell_type == "code" for name in TASK_CHECK.findall(c.source)}
+    assert checks, "a widget with a task, but no gl.views.Task(...) check found"
+    given = next(i for i, c in enumerate(cells) if c.cell_type == "code" and course_stats.EXPLORER_WITH_TASK.search(c.source))
+    for index, cell in enumerate(cells[given + 1:], start=given + 1):
+        if cell.cell_type == "code" and any(re.search(rf"\b{name}\(", cell.source) for name in checks):
+            heading = next(c for c in reversed(cells[:index]) if c.cell_type == "markdown" and c.source.startswith("#"))
+            assert heading.source.split("\n", 1)[0].endswith("Solution"), f"solution outside a Solution heading:\n{cell.source}"
+            assert heading.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
+
+
+def test_the_playgrounds_list_of_things_to_try_holds_no_solution():
+    import graphleaf_edu as gl
+
+    cells = read(NOTEBOOKS / "01_leaves_and_grad_fn.ipynb").cells
+    solution = next(i for i, c in enumerate(cells) if c.source.startswith("### Solution"))
+    suggested = {snippet for c in cells[:solution] if c.cell_type == "markdown"
+                 for snippet in re.findall(r"`([^`]*w @ x \+ b[^`]*)`", c.source)}
+    assert "w @ x + b" in suggested
+    solving = [s for s in suggested if (view := gl.views.playground_view(s)).ok and view.info.deepcopy_ok]
+    assert solving == [], f"suggested before the solution, and solves the task: {solving}"
