@@ -22,6 +22,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+import graphleaf_edu_jupyter
 from classroom.settings import ENVIRONMENT, ROOT
 
 SYSTEM_PYTHON = "/usr/bin/python3.11"
@@ -29,7 +30,8 @@ STUDENT_LOCK = ROOT / "requirements" / "student.txt"
 HUB_LOCK = ROOT / "requirements" / "hub.txt"
 PACKAGE_SOURCES = ("pyproject.toml", "graphleaf_edu", "graphleaf_edu_jupyter")
 SERVER_CONFIG_FOLDER = "etc/jupyter/jupyter_server_config.d"
-SAVE_HOOK_CONFIG = f"{SERVER_CONFIG_FOLDER}/graphleaf_edu_jupyter.json"
+# What `python -m graphleaf_edu_jupyter enable` writes: the save hook's switch, JupyterLab's quiet defaults.
+ENABLED_FILES = (graphleaf_edu_jupyter.SERVER_CONFIG, graphleaf_edu_jupyter.LAB_DEFAULTS_FILE)
 # Not part of the package: a setuptools build folder in the checkout would put its stale modules
 # (graphleaf_edu/save_hook.py, which imports torch, once did) into the installed copy.
 NOT_PACKAGED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "node_modules", "__pycache__",
@@ -128,8 +130,9 @@ def _build(environment: Path) -> None:
         _pip(python, "check")
         _drop_stale_server_extensions(environment)
         package_stamp.write_text(digest)
-    if not (environment / SAVE_HOOK_CONFIG).exists():
-        # Opening a lesson must not rewrite it, or nbgitpuller sees an edit the student never made.
+    if not all((environment / path).exists() for path in ENABLED_FILES):
+        # Opening a lesson must not rewrite it, or nbgitpuller sees an edit the student never made;
+        # a student's first screen must not ask about Jupyter's news.
         subprocess.run([str(python), "-m", "graphleaf_edu_jupyter", "enable"], check=True, capture_output=True)
 
 

@@ -9,7 +9,14 @@ edit nobody made. Before every save this hook puts back the ``language_info`` th
 already holds: it records where the stored outputs were made (``make notebooks``), not where the
 notebook was last opened.
 
-The suite's environments enable it (``make lab``, ``make test``, Binder's ``postBuild``)::
+The same command gives the environment's JupyterLab a quiet first screen: JupyterLab 4 greets a
+new user with "Would you like to get notified about official Jupyter news?", a prompt a student meets
+on the first lesson, and answering yes makes the lab fetch a feed from the internet. ``LAB_DEFAULTS``
+answers it "Never" (and checks for no updates), as a setting default of the environment that a
+user's own settings still override.
+
+The suite's environments run it (``make lab``, ``make test``, Binder's ``postBuild``, the classroom
+environment and the class image of ``classroom/Dockerfile``)::
 
     python -m graphleaf_edu_jupyter enable    # for the JupyterLab of the running environment
 """
@@ -22,6 +29,13 @@ from pathlib import Path
 from typing import Any
 
 EXTENSION = "graphleaf_edu_jupyter"
+SERVER_CONFIG = Path("etc", "jupyter", "jupyter_server_config.d", f"{EXTENSION}.json")
+# JupyterLab 4.6's news prompt: the announcements plugin asks while the notification plugin's
+# ``fetchNews`` is "none" (its default), and fetches news when it is "true".
+LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+# jupyterlab_server merges every file of ``<app settings dir>/overrides.d`` into the setting defaults;
+# the app settings dir of an environment's JupyterLab is ``share/jupyter/lab/settings`` in its prefix.
+LAB_DEFAULTS_FILE = Path("share", "jupyter", "lab", "settings", "overrides.d", "graphleaf-edu.json")
 
 
 def keep_stored_language_info(model: dict[str, Any], path: str, contents_manager: Any, **_: Any) -> None:
@@ -59,10 +73,19 @@ def enable(prefix: str = sys.prefix) -> Path:
 
     (``jupyter server extension enable`` only toggles extensions that a package's own config file lists.)
     """
-    config = Path(prefix, "etc", "jupyter", "jupyter_server_config.d", f"{EXTENSION}.json")
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"ServerApp": {"jpserver_extensions": {EXTENSION: True}}}, indent=2) + "\n")
-    return config
+    return _write_json(Path(prefix, SERVER_CONFIG), {"ServerApp": {"jpserver_extensions": {EXTENSION: True}}})
+
+
+def quiet_first_screen(prefix: str = sys.prefix) -> Path:
+    """Give the JupyterLab of the environment at ``prefix`` the defaults of ``LAB_DEFAULTS`` (no news
+    prompt, no update check); return the file written."""
+    return _write_json(Path(prefix, LAB_DEFAULTS_FILE), LAB_DEFAULTS)
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content, indent=2) + "\n")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,4 +93,5 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["enable"])
     parser.parse_args(argv)
     print(f"enabled {EXTENSION} in {enable()}")
+    print(f"turned JupyterLab's news prompt off in {quiet_first_screen()}")
     return 0

@@ -22,11 +22,15 @@ from pathlib import Path
 READY_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 15
 
+NOTIFICATION_SETTINGS = "@jupyterlab/apputils-extension/notification.jupyterlab-settings"
 # Settings that keep the lab quiet and every cell in the DOM (no virtual scrolling).
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    NOTIFICATION_SETTINGS: {"fetchNews": "false", "checkForUpdates": False},
 }
+# A new student has no answer to the news prompt of their own: what the environment's defaults then show.
+NEW_STUDENT = {NOTIFICATION_SETTINGS: {}}
+NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"
 
 
 def free_port() -> int:

@@ -8,8 +8,9 @@ repo2docker's Python route, in its order, from the same files (binder/):
      out of reach, the torch CPU wheel that pip finds locally stands in for it);
   4. binder/postBuild, run from the repository root.
 Then: every package fits (`pip check`), only the CPU kernel is installed, kernel culling and the save hook
-are configured, and JupyterLab from that environment serves the README's Binder link in Chromium: the
-notebook runs top to bottom with its graphs as pictures, and a lesson with a widget renders it.
+are configured, and JupyterLab from that environment serves the README's Binder link in Chromium to a
+user without settings of their own: no news prompt shows, the notebook runs top to bottom with its graphs
+as pictures, and a lesson with a widget renders it.
 
     .venv/bin/python tools/binder_check.py [--keep DIR [--reuse]] [--port N]
 
@@ -30,7 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from jupyterlab_process import running_lab
+from jupyterlab_process import NEW_STUDENT, NEWS_PROMPT, running_lab
+
+import graphleaf_edu_jupyter
 
 # repo2docker's notebook-server packages for Python 3.11 (repo2docker/buildpacks/conda/
 # environment.py-3.11-linux-64.lock, 2025-10), which our requirements then upgrade.
@@ -131,7 +134,9 @@ def check_environment(venv: Path, env: dict[str, str]) -> None:
     extensions = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
     if not re.search(r"graphleaf_edu_jupyter\W+enabled", extensions):
         raise SystemExit(f"the save hook (graphleaf_edu_jupyter) is not enabled:\n{extensions}")
-    step(f"pip check passes; torch {torch}; kernels {sorted(kernels)}; culling and save hook configured")
+    if not (venv / graphleaf_edu_jupyter.LAB_DEFAULTS_FILE).exists():
+        raise SystemExit(f"JupyterLab's news prompt is not turned off ({graphleaf_edu_jupyter.LAB_DEFAULTS_FILE})")
+    step(f"pip check passes; torch {torch}; kernels {sorted(kernels)}; culling, save hook, quiet lab configured")
 
 
 RUN_ALL = """async () => {
@@ -166,12 +171,14 @@ def check_in_chromium(venv: Path, repo: Path, scratch: Path, port: int | None) -
     from playwright.sync_api import sync_playwright
 
     landing = binder_url_path()
-    with running_lab(repo, scratch, python=str(venv / "bin" / "python"), port=port) as url, \
+    with running_lab(repo, scratch, settings=NEW_STUDENT, python=str(venv / "bin" / "python"), port=port) as url, \
             sync_playwright() as driver:
         browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
             page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
             open_and_run_all(page, f"{url}/{landing}?reset", landing)
+            if page.get_by_text(NEWS_PROMPT).count():
+                raise SystemExit(f"{landing}: JupyterLab asks about Jupyter's news")
             screenshot(page, landing, ".jp-Notebook .jp-Cell")
             step(f"{landing}: ran top to bottom")
             page.evaluate("async () => { await window.jupyterapp.serviceManager.sessions.shutdownAll(); }")
