@@ -33,9 +33,10 @@ def python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def make_venv(venv: Path, layers: list[Path]) -> Path:
-    """An empty venv (no pip: the suite's pip installs into it) that also sees ``layers``' packages."""
-    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+def make_venv(venv: Path, layers: list[Path], with_pip: bool = False) -> Path:
+    """An empty venv that also sees ``layers``' packages; without pip unless asked (the suite's pip
+    installs into it)."""
+    subprocess.run([BASE_PYTHON, "-m", "venv", *([] if with_pip else ["--without-pip"]), str(venv)], check=True)
     if layers:
         (site_packages(venv) / "_graphleaf_layers.pth").write_text("".join(f"{site_packages(layer)}\n" for layer in layers))
     return venv
@@ -91,3 +92,8 @@ def cached_layer(name: str, key: str, layers: list[Path], populate) -> Path:
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return final
+
+
+def torch_layer() -> Path:
+    """The cached venv holding torch at the suite's version and nothing else."""
+    return cached_layer("torch", torch_requirement(), [], lambda venv: pip_install(venv, torch_requirement()))

@@ -24,14 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fresh_venv import (
-    BASE_PYTHON,
-    PYTHON_VERSION,
-    cached_layer,
-    pip_install,
-    site_packages,
-    torch_requirement,
-)
+from fresh_venv import PYTHON_VERSION, make_venv, pip_install, torch_layer
 
 pytestmark = pytest.mark.slow
 
@@ -177,16 +170,14 @@ STEPS = {"FROM": from_step, "COPY": copy_step, "RUN": run_step, "USER": user_ste
 
 @pytest.fixture(scope="module")
 def torch_only() -> Path:
-    return cached_layer("torch", torch_requirement(), [], lambda venv: pip_install(venv, torch_requirement()))
+    return torch_layer()
 
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory, torch_only) -> Rehearsal:
     """Every step of classroom/Dockerfile, in order; the state of the image they leave."""
     scratch = tmp_path_factory.mktemp("class-image")
-    venv = scratch / "venv"
-    subprocess.run([BASE_PYTHON, "-m", "venv", str(venv)], check=True)  # with pip, as the image has it
-    (site_packages(venv) / "_graphleaf_layers.pth").write_text(f"{site_packages(torch_only)}\n")
+    venv = make_venv(scratch / "venv", [torch_only], with_pip=True)  # pip in it, as the image has it
     rehearsal = Rehearsal(staging=scratch / "image", venv=venv)
     rehearsal.staging.mkdir()
     for instruction, arguments in instructions(DOCKERFILE.read_text()):
@@ -240,9 +231,7 @@ def test_every_step_was_run_or_checked(image):
 
 def test_a_copy_of_the_package_without_the_save_hook_fails_as_the_old_image_did(tmp_path, torch_only):
     """The rehearsal catches what the image got wrong before: graphleaf_edu copied, graphleaf_edu_jupyter not."""
-    venv = tmp_path / "venv"
-    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
-    (site_packages(venv) / "_graphleaf_layers.pth").write_text(f"{site_packages(torch_only)}\n")
+    venv = make_venv(tmp_path / "venv", [torch_only])
     rehearsal = Rehearsal(staging=tmp_path / "image", venv=venv)
     rehearsal.staging.mkdir()
     copy_step(rehearsal, "pyproject.toml README.md /tmp/graphleaf-edu/")

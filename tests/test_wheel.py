@@ -23,6 +23,7 @@ from fresh_venv import (
     pip_install,
     python,
     suite_versions,
+    torch_layer,
     torch_requirement,
 )
 from test_public_api import NOTEBOOK_MACHINERY
@@ -50,7 +51,7 @@ def wheel(dist) -> Path:
 
 @pytest.fixture(scope="module")
 def torch_only() -> Path:
-    return cached_layer("torch", torch_requirement(), [], lambda venv: pip_install(venv, torch_requirement()))
+    return torch_layer()
 
 
 @pytest.fixture(scope="module")
