@@ -19,6 +19,7 @@ NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
+.PHONY: catalogs
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
@@ -102,6 +103,11 @@ gpu-wheels:
 
 test-gpu:
 	$(PYTHON) tools/test_gpu.py $(GPU_ARGS)
+
+# The package's words: extract every marked message, update each language's .po, compile the .mo the
+# package ships (tools/catalogs.py; docs/translating.md says how a new message gets its translation).
+catalogs: $(STAMP)
+	$(PY) tools/catalogs.py
 
 lock:
 	PYTHON=$(PYTHON) tools/freeze_lock.sh "$(STUDENT_EXTRAS)" "$(MAINTAINER_EXTRAS)"

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from graphleaf_edu.i18n import say, set_language
 from graphleaf_edu.tracebacks import use_short_tracebacks
 
 VERIFIED_TORCH = "2.13"
@@ -27,7 +28,7 @@ def torch_minor_version(version: str = torch.__version__) -> str:
     return ".".join(version.split("+")[0].split(".")[:2])
 
 
-def setup_notebook(seed: int = 0, short_tracebacks: bool = True) -> torch.device:
+def setup_notebook(seed: int = 0, short_tracebacks: bool = True, lang: str | None = None) -> torch.device:
     """The setup every notebook shares: seed the generators, print one status line, pick the device.
 
     Seeds Python's ``random`` and torch, then prints the torch release, and whether Graphviz's
@@ -39,12 +40,15 @@ def setup_notebook(seed: int = 0, short_tracebacks: bool = True) -> torch.device
     Args:
         seed: the seed for ``random`` and ``torch.manual_seed``.
         short_tracebacks: show short tracebacks in IPython (the exception itself is unchanged).
+        lang: the language of every word the package says from now on: ``"zh-CN"`` (Simplified
+            Chinese) or ``"en"``; None keeps ``GRAPHLEAF_EDU_LANG`` or English (never the machine's locale).
 
     Returns:
         ``torch.device("cuda")`` when a GPU is visible (the ``graphleaf-gpu`` kernel), else ``cpu``.
 
     Raises:
-        Nothing of its own; a ``UserWarning`` when the torch release differs from ``VERIFIED_TORCH``.
+        ValueError: ``lang`` names a language the package has no words in.
+        Otherwise nothing of its own; a ``UserWarning`` when the torch release differs from ``VERIFIED_TORCH``.
 
     Example:
         >>> device = gl.setup_notebook(seed=0)
@@ -52,6 +56,8 @@ def setup_notebook(seed: int = 0, short_tracebacks: bool = True) -> torch.device
         >>> device.type in ("cpu", "cuda")
         True
     """
+    if lang is not None:
+        set_language(lang)
     shell = _ipython()
     if shell is not None and short_tracebacks:
         use_short_tracebacks(shell)
@@ -60,12 +66,15 @@ def setup_notebook(seed: int = 0, short_tracebacks: bool = True) -> torch.device
     running = torch_minor_version()
     if running != VERIFIED_TORCH:
         warnings.warn(
-            f"These notebooks were verified with torch {VERIFIED_TORCH}; you run torch {running}. "
-            "Outputs may differ: the checked cells will tell you where.",
+            say("These notebooks were verified with torch {verified}; you run torch {running}. "
+                "Outputs may differ: the checked cells will tell you where.", verified=VERIFIED_TORCH, running=running),
             stacklevel=2,
         )
-    dot = "found" if shutil.which("dot") else "MISSING (graphs fall back to text)"
-    print(f"torch {running} | graphleaf_edu ready | Graphviz dot {dot}")
+    if shutil.which("dot"):
+        print(say("torch {running} | graphleaf_edu ready | Graphviz dot found", running=running))
+    else:
+        print(say("torch {running} | graphleaf_edu ready | Graphviz dot MISSING (graphs fall back to text)",
+                  running=running))
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

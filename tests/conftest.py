@@ -1,4 +1,5 @@
 """Fixtures and settings shared by several test modules."""
+import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -12,6 +13,9 @@ from hypothesis.configuration import set_hypothesis_home_dir
 settings.register_profile("graphleaf", database=None)
 settings.load_profile("graphleaf")
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "graphleaf-hypothesis")
+# The package speaks English unless a test asks otherwise, whatever the machine's shell sets; the
+# notebook kernels nbval starts inherit this, so stored outputs compare the same on every machine.
+os.environ.pop("GRAPHLEAF_EDU_LANG", None)
 
 
 @pytest.fixture

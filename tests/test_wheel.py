@@ -8,6 +8,7 @@ installs torch (~900 MB) and the extra's packages, later runs only make a fresh 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -77,22 +78,28 @@ def core_venv(tmp_path_factory, wheel, torch_only) -> Path:
     return venv
 
 
-def run_in(venv: Path, code: str) -> dict:
+def run_in(venv: Path, code: str, **environment: str) -> dict:
     """Run ``code`` with the venv's Python, outside the repository (so only the installed package is
-    importable), and return the JSON it prints last."""
+    importable), with ``environment`` added to this one's, and return the JSON it prints last."""
     completed = subprocess.run([str(python(venv)), "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                               cwd=venv, check=False, timeout=300)
+                               cwd=venv, check=False, timeout=300, env=os.environ | environment)
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout.splitlines()[-1])
 
 
-def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed(dist, wheel):
+CATALOG = "graphleaf_edu/locale/zh_CN/LC_MESSAGES/graphleaf_edu"
+
+
+def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed_and_the_catalogs(dist, wheel):
     version = PYPROJECT["version"]
     assert wheel.name == f"graphleaf_edu-{version}-py3-none-any.whl"
-    assert "graphleaf_edu/py.typed" in zipfile.ZipFile(wheel).namelist()
+    in_wheel = zipfile.ZipFile(wheel).namelist()
+    assert {"graphleaf_edu/py.typed", f"{CATALOG}.mo"} <= set(in_wheel)
+    assert zipfile.ZipFile(wheel).read(f"{CATALOG}.mo") == (ROOT / f"{CATALOG}.mo").read_bytes()
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
-        assert f"graphleaf_edu-{version}/graphleaf_edu/py.typed" in archive.getnames()
+        names = archive.getnames()
+    assert {f"graphleaf_edu-{version}/{name}" for name in ("graphleaf_edu/py.typed", f"{CATALOG}.po", f"{CATALOG}.mo")} <= set(names)
 
 
 def test_core_in_a_venv_with_only_torch(core_venv):
@@ -166,6 +173,27 @@ def test_lab_extra_brings_the_widgets_and_graphs(tmp_path, wheel, torch_only, la
     assert result["graph"].startswith("AutogradGraph(")
     assert result["svg"]
     assert result["widget"]
+
+
+def test_the_installed_catalog_speaks_chinese_when_asked(core_venv):
+    code = """
+        import json, os, warnings
+        warnings.simplefilter("ignore")
+        import contextlib, io
+        import graphleaf_edu as gl
+        from graphleaf_edu import i18n
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            gl.setup_notebook()
+        print(json.dumps({"language": i18n.language(), "status": said.getvalue().strip(),
+                          "catalog": str(i18n.LOCALE_DIR)}))
+    """
+    chinese = run_in(core_venv, code, GRAPHLEAF_EDU_LANG="zh_CN")
+    assert chinese["language"] == "zh_CN"
+    assert Path(chinese["catalog"]).is_relative_to(core_venv)
+    assert chinese["status"].endswith("graphleaf_edu 已就绪 | 已找到 Graphviz dot") or "未找到 Graphviz dot" in chinese["status"]
+    english = run_in(core_venv, code)
+    assert english["language"] == "en" and "graphleaf_edu ready" in english["status"]
 
 
 SCRIPT = f"""

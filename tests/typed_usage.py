@@ -36,7 +36,7 @@ def core() -> list[str]:
 
 
 def notebooks() -> str:
-    device = assert_type(gl.setup_notebook(seed=0), torch.device)
+    device = assert_type(gl.setup_notebook(seed=0, lang="en"), torch.device)
     graph = assert_type(gl.draw(torch.ones(1, requires_grad=True) * 3), gl.AutogradGraph)
     scenario = assert_type(gl.SCENARIOS["intermediate_tensor"], gl.Scenario)
     fix = assert_type(scenario.fix(scenario.fix_keys()[-1]), gl.Fix)

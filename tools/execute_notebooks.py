@@ -72,6 +72,9 @@ def execute(path: Path, kernel_name: str = "graphleaf-cpu") -> None:
 
 
 def main(targets: list[str]) -> int:
+    # Stored outputs are English unless the notebook itself asks (setup_notebook(lang=...)), whatever
+    # the maintainer's shell says; the kernels inherit this environment.
+    os.environ.pop("GRAPHLEAF_EDU_LANG", None)
     for path in notebook_paths(targets or ["notebooks", "instructor"]):
         print(f"executing {path}", flush=True)
         execute(path)

@@ -1,0 +1,163 @@
+"""The package's words come from message catalogs: English by default, Simplified Chinese when asked.
+
+The catalogs are up to date with the code and fully translated (no English fallback under zh_CN); the
+language is chosen by the package's own switches, never by the machine's locale; switching it changes
+the words and nothing else; importing the package loads no catalog.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import graphleaf_edu as gl
+from graphleaf_edu import i18n
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import catalogs
+
+
+@pytest.fixture(autouse=True)
+def english_after_each_test():
+    yield
+    i18n.set_language(None)
+
+
+def speak(lang: str | None) -> None:
+    i18n.set_language(lang)
+
+
+@pytest.mark.parametrize("language", catalogs.LANGUAGES)
+def test_the_catalog_holds_every_message_of_the_code_and_the_mo_is_compiled_from_it(language):
+    up_to_date = catalogs.updated(language, catalogs.template())
+    assert catalogs.po_bytes(up_to_date) == catalogs.po_path(language).read_bytes(), "run make catalogs"
+    assert catalogs.mo_bytes(up_to_date) == catalogs.mo_path(language).read_bytes(), "run make catalogs"
+
+
+@pytest.mark.parametrize("language", catalogs.LANGUAGES)
+def test_every_message_is_translated_with_the_same_fields(language):
+    catalog = catalogs.read(language)
+    assert len([m for m in catalog if m.id]) > 0
+    assert catalogs.problems(catalog) == []
+
+
+def test_the_problem_list_sees_a_missing_a_fuzzy_and_a_wrong_translation():
+    from babel.messages.catalog import Catalog
+
+    catalog = Catalog(locale="zh_CN")
+    catalog.add("copied at {place}", "")
+    catalog.add("sent at {place}", "发送于 {where}")
+    catalog.add("old words", "旧的译文", flags=["fuzzy"])
+    catalog.add("fine {n}", "好 {n}")
+    assert [line.split(":")[0] for line in catalogs.problems(catalog)] == ["untranslated", "fields differ from the English ['place']", "fuzzy (the English changed; check the translation)"]
+
+
+def marked_calls() -> list[tuple[str, int, str, ast.expr]]:
+    """Every call of N_, say and say_n in the package: (file, line, function, first argument)."""
+    calls = []
+    for path in sorted((ROOT / "graphleaf_edu").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in catalogs.KEYWORDS and node.args):
+                calls.append((str(path.relative_to(ROOT)), node.lineno, node.func.id, node.args[0]))
+    return calls
+
+
+def test_marked_messages_are_literals_the_extractor_can_read():
+    """An f-string or a built-up string never reaches the catalog: the fields go in as keywords.
+    ``say`` may also take a constant (marked where it is defined, with ``N_``)."""
+    calls = marked_calls()
+    assert calls
+    wrong = [f"{file}:{line} {name}(...)" for file, line, name, first in calls
+             if not (isinstance(first, ast.Constant) and isinstance(first.value, str))
+             and not (name == "say" and isinstance(first, (ast.Name, ast.Attribute)))]
+    assert wrong == []
+
+
+def test_english_is_the_default_and_chinese_is_asked_for():
+    message = "torch {running} | graphleaf_edu ready | Graphviz dot found"
+    assert i18n.language() == "en"
+    assert i18n.say(message, running="2.13") == "torch 2.13 | graphleaf_edu ready | Graphviz dot found"
+    speak("zh-CN")
+    assert i18n.language() == "zh_CN"
+    assert i18n.say(message, running="2.13") == "torch 2.13 | graphleaf_edu 已就绪 | 已找到 Graphviz dot"
+    speak("en")
+    assert i18n.say(message, running="2.13").endswith("ready | Graphviz dot found")
+
+
+@pytest.mark.parametrize("spelling", ["zh-CN", "zh_CN", "zh", "zh-Hans", "ZH_cn", "zh_CN.UTF-8"])
+def test_the_spellings_users_type_name_the_chinese_catalog(spelling):
+    assert i18n.normalize(spelling) == "zh_CN"
+
+
+def test_a_language_without_a_catalog_says_which_there_are():
+    with pytest.raises(ValueError, match=r"no words in 'fr'.*en \(English\), zh_CN \(简体中文\)"):
+        gl.setup_notebook(lang="fr")
+    assert i18n.language() == "en"
+
+
+def run_python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("LC_", "LANG"))}
+    env.pop(i18n.ENV_VAR, None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=env | environment)
+
+
+STATUS = "import graphleaf_edu as gl; from graphleaf_edu import i18n; print(i18n.language())"
+
+
+def test_the_machine_locale_never_chooses_the_language():
+    completed = run_python(STATUS, LANG="zh_CN.UTF-8", LC_ALL="zh_CN.UTF-8", LANGUAGE="zh_CN")
+    assert completed.stdout.split() == ["en"]
+
+
+def test_the_environment_variable_chooses_chinese_and_a_typo_falls_back_to_english_with_a_warning():
+    assert run_python(STATUS, GRAPHLEAF_EDU_LANG="zh_CN").stdout.split() == ["zh_CN"]
+    typo = run_python(STATUS, GRAPHLEAF_EDU_LANG="zh_TW")
+    assert typo.stdout.split() == ["en"]
+    assert "GRAPHLEAF_EDU_LANG='zh_TW' ignored, speaking English" in typo.stderr
+
+
+def test_setup_notebook_switches_the_language_and_says_its_status_line_in_it(capsys):
+    gl.setup_notebook(lang="zh-CN")
+    assert i18n.language() == "zh_CN"
+    status = capsys.readouterr().out
+    assert status.startswith("torch ") and "graphleaf_edu 已就绪" in status
+    gl.setup_notebook(lang="en")
+    assert "graphleaf_edu ready" in capsys.readouterr().out
+
+
+def test_importing_the_package_loads_no_catalog():
+    """The catalogs (and gettext, unless torch brought it) load when the first message is said."""
+    completed = run_python(
+        "import sys, torch; had_gettext = 'gettext' in sys.modules\n"
+        "import graphleaf_edu\n"
+        "from graphleaf_edu import i18n\n"
+        "print(i18n._catalog.cache_info().currsize, had_gettext or 'gettext' not in sys.modules)\n"
+        "i18n.set_language('zh-CN'); i18n.say('x')\n"
+        "print(i18n._catalog.cache_info().currsize)",
+    )
+    assert completed.stdout.split() == ["0", "True", "1"]
+
+
+def test_graph_pictures_are_the_same_in_every_language():
+    """gl.draw's legend and marks stay English (docs/translating.md: nbval compares SVG exactly, and
+    Chinese labels would be laid out with whatever CJK font the machine has, or none)."""
+    import torch
+
+    pytest.importorskip("torchviz")
+
+    def picture() -> tuple[str, str]:
+        leaf = torch.ones(2, requires_grad=True)
+        y = leaf * 2
+        graph = gl.draw(y, names={"leaf": leaf, "y": y}, highlight=y)
+        return graph.source, graph.svg()
+
+    english = picture()
+    speak("zh-CN")
+    assert picture() == english
