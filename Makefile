@@ -41,7 +41,7 @@ test: setup classroom-setup
 
 setup: $(STAMP) graphviz kernels
 
-$(STAMP): pyproject.toml $(MAINTAINER_LOCK) tools/make_venv.sh
+$(STAMP): pyproject.toml $(MAINTAINER_LOCK) tools/make_venv.sh graphleaf_edu_jupyter/__init__.py
 	@PYTHON=$(PYTHON) tools/make_venv.sh $(VENV) $(MAINTAINER_LOCK)
 
 # Without `dot` the lab still starts (graphs show as text); `make test` needs it.
@@ -49,7 +49,7 @@ lab-setup: $(LAB_STAMP)
 	@tools/ensure_graphviz.sh --optional
 	@$(LAB_VENV)/bin/python -m graphleaf_edu.kernels install >/dev/null
 
-$(LAB_STAMP): pyproject.toml $(STUDENT_LOCK) tools/make_venv.sh
+$(LAB_STAMP): pyproject.toml $(STUDENT_LOCK) tools/make_venv.sh graphleaf_edu_jupyter/__init__.py
 	@PYTHON=$(PYTHON) tools/make_venv.sh $(LAB_VENV) $(STUDENT_LOCK)
 
 graphviz:
