@@ -31,7 +31,8 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from graphleaf_edu.errors import cause_line, error_line, error_lines_in
+from graphleaf_edu.errors import cause_line, error_line, error_lines_in, gloss
+from graphleaf_edu.i18n import say
 from graphleaf_edu.tables import html_table, text_table
 
 ROWS, FEATURES = 8, 4
@@ -137,21 +138,24 @@ class LoaderOutcome:
     def row(self) -> dict[str, object]:
         """The deterministic columns (no timing, no worker text), for tables and stored outputs."""
         return {
-            "start method": self.start_method if self.num_workers else "(main process)",
-            "workers": self.num_workers,
+            say("start method"): self.start_method if self.num_workers else say("(main process)"),
+            say("workers"): self.num_workers,
             "deepcopy in __getitem__": self.deepcopy_in_getitem,
-            "detach at construction": self.detach_at_construction,
+            say("detach at construction"): self.detach_at_construction,
             "batch_size": self.batch_size,
-            "result": self.summary(),
+            say("result"): self.summary(),
         }
 
     def summary(self) -> str:
+        """The result in one line: the batches made, or the error (and its cause) with a gloss."""
         if self.ok:
-            return (f"ok: {self.batches} batches of shape {list(self.batch_shape)}, "
-                    f"requires_grad={self.batch_requires_grad}, is_leaf={self.batch_is_leaf}")
+            return say("ok: {batches} batches of shape {shape}, requires_grad={requires_grad}, is_leaf={is_leaf}",
+                       batches=self.batches, shape=list(self.batch_shape or ()),
+                       requires_grad=self.batch_requires_grad, is_leaf=self.batch_is_leaf)
+        error = str(self.error_line)
         if self.cause_line and self.cause_line != self.error_line:
-            return f"{self.error_line} <- {self.cause_line}"
-        return self.error_line
+            error = f"{error} <- {self.cause_line}"
+        return f"{error} {gloss(error)}".rstrip()
 
 
 def run_loader(

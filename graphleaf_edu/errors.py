@@ -1,7 +1,8 @@
 """The errors this suite is about, as PyTorch words them, and how the package quotes an error.
 
-The bottom layer: it imports nothing from the package. Every module that matches one of
-PyTorch's messages, or shows an error as ``"Type: first line"``, takes it from here.
+The bottom layer: it imports only ``i18n``. Every module that matches one of PyTorch's messages,
+or shows an error as ``"Type: first line"``, takes it from here. PyTorch's messages stay in
+PyTorch's words in every language; ``gloss`` says what they mean in the user's language.
 
     >>> error_line(RuntimeError("first\\nsecond"))
     'RuntimeError: first'
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import re
 import warnings
+
+from graphleaf_edu.i18n import DEFAULT, N_, language, say
 
 __all__ = [
     "COWARDLY",
@@ -21,6 +24,7 @@ __all__ = [
     "error_line",
     "error_lines_in",
     "first_line",
+    "gloss",
     "warning_line",
 ]
 
@@ -39,6 +43,28 @@ GRAPH_LEAVES_MESSAGE = (
 COWARDLY_MESSAGE = (
     f"{COWARDLY}, since autograd does not support crossing process boundaries.  If you just want to "
     "transfer the data, call detach() on the tensor before serializing (e.g., putting it on the queue)."
+)
+
+# A piece of each PyTorch message the package quotes, and what it means, for ``gloss``. The English
+# is for the translator: English users read PyTorch's own words and get no gloss.
+_GLOSSES = (
+    (GRAPH_LEAVES, N_("Gloss of PyTorch's graph-leaves error: only tensors the user made directly (the graph's "
+                      "leaves) can be deep-copied; a non-leaf tensor, one with a grad_fn, cannot.")),
+    (COWARDLY, N_("Gloss of torch.multiprocessing's refusal: a non-leaf tensor that requires grad is not sent to "
+                  "another process, as autograd does not cross processes; to send the data, detach() it first.")),
+    (WORKER_ERROR, N_("Gloss of a DataLoader worker's error: the error happened in a worker process; the worker's "
+                      "own error, quoted after it, is the cause.")),
+    ("functions with out=... arguments don't support automatic differentiation",
+     N_("Gloss of stack()'s out= error: functions that write into out= (here the stack() that makes a batch) "
+        "cannot record autograd history, and the samples still carry a graph.")),
+    ("DataLoader timed out", N_("Gloss of the DataLoader timeout: no batch came back from the workers in time (a "
+                                "worker that failed sends nothing back).")),
+    ("Serialization of parametrized modules is only supported through state_dict()",
+     N_("Gloss of the parametrized-module error: a parametrized module can be saved only through its state_dict().")),
+    ("Trying to backward through the graph a second time",
+     N_("Gloss of the second-backward error: backward ran through this graph a second time, but the first run "
+        "already freed what it had saved.")),
+    ("cannot pin", N_("Gloss of pin_memory's error: only dense tensors on the CPU can be pinned.")),
 )
 
 _ERROR_LINE = re.compile(r"^\w+(?:Error|Exception): .+$", re.MULTILINE)
@@ -71,3 +97,11 @@ def cause_line(error: BaseException) -> str:
     message = str(error)
     lines = error_lines_in(message) if WORKER_ERROR in message else []
     return lines[-1] if lines else error_line(error)
+
+
+def gloss(text: str) -> str:
+    """What each PyTorch message quoted in ``text`` means, in one line in the user's language; ``""``
+    in English, and when ``text`` quotes none of them. Said after the message, which stays as it is."""
+    if language() == DEFAULT:
+        return ""
+    return " ".join(say(meaning) for message, meaning in _GLOSSES if message in text)

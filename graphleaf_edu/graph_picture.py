@@ -15,6 +15,8 @@ from pathlib import Path
 import graphviz
 from torchviz.dot import resize_graph
 
+from graphleaf_edu.i18n import N_, say
+
 __all__ = ["AutogradGraph", "GraphCounts", "GraphvizNotFoundError"]
 
 
@@ -50,13 +52,13 @@ _FALLBACK_LINES = 80
 BR = "\\n"  # a line break inside a DOT label
 LEFT_BR = "\\l"  # the same, ending a left-aligned line
 
-_INSTALL_HINT = """\
+_INSTALL_HINT = N_("""\
 Graphviz's `dot` program was not found, so the graph cannot be drawn as a picture.
 Install it, then run the cell again:
     sudo apt-get install graphviz          # Debian / Ubuntu
     brew install graphviz                  # macOS
     conda install -c conda-forge graphviz  # conda
-(`pip install graphviz` installs only the Python bindings, not `dot`.)"""
+(`pip install graphviz` installs only the Python bindings, not `dot`.)""")
 
 
 class GraphvizNotFoundError(RuntimeError):
@@ -139,7 +141,7 @@ class AutogradGraph:
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
         if fmt not in ("svg", "png"):
-            raise ValueError(f"save() writes .svg or .png files; got {path.name!r}.")
+            raise ValueError(say("save() writes .svg or .png files; got {name!r}.", name=path.name))
         path.write_bytes(self._render(fmt))
         return path
 
@@ -148,7 +150,7 @@ class AutogradGraph:
             try:
                 self._rendered[fmt] = self._digraph.pipe(format=fmt, quiet=True)
             except graphviz.ExecutableNotFound as err:
-                raise GraphvizNotFoundError(_INSTALL_HINT) from err
+                raise GraphvizNotFoundError(say(_INSTALL_HINT)) from err
         return self._rendered[fmt]
 
     def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
@@ -156,14 +158,14 @@ class AutogradGraph:
             bundle = {"image/svg+xml": self.svg(),
                       "image/png": base64.b64encode(self.png()).decode("ascii")}
         except (GraphvizNotFoundError, graphviz.CalledProcessError) as err:
-            reason = _INSTALL_HINT if isinstance(err, GraphvizNotFoundError) else str(err)
+            reason = say(_INSTALL_HINT) if isinstance(err, GraphvizNotFoundError) else str(err)
             return {"text/plain": self._fallback_text(reason)}
         bundle["text/plain"] = repr(self)
         return bundle
 
     def _fallback_text(self, reason: str) -> str:
-        return "\n\n".join([repr(self), reason, "The graph as text:\n" + _clip(self._outline),
-                            "DOT source (AutogradGraph.source):\n" + _clip(self.source)])
+        return "\n\n".join([repr(self), reason, say("The graph as text:") + "\n" + _clip(self._outline),
+                            say("DOT source (AutogradGraph.source):") + "\n" + _clip(self.source)])
 
     def __repr__(self) -> str:
         return self.counts.summary()
@@ -248,7 +250,7 @@ def _clip(text: str) -> str:
     if len(lines) <= _FALLBACK_LINES:
         return text
     hidden = len(lines) - _FALLBACK_LINES
-    return "\n".join(lines[:_FALLBACK_LINES] + [f"... {hidden} more lines"])
+    return "\n".join(lines[:_FALLBACK_LINES] + [say("... {hidden} more lines", hidden=hidden)])
 
 
 def _plural(count: int, one: str, many: str) -> str:

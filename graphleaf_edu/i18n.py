@@ -16,8 +16,10 @@ A bottom layer: it imports nothing from the package.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gettext import NullTranslations
 
-__all__ = ["ENV_VAR", "LANGUAGES", "N_", "language", "normalize", "say", "say_n", "set_language"]
+__all__ = ["ENV_VAR", "LANGUAGES", "N_", "language", "normalize", "say", "say_n", "set_language", "speaking"]
 
 DOMAIN = "graphleaf_edu"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -61,6 +63,19 @@ def set_language(lang: str | None) -> str:
     global _chosen
     _chosen = None if lang is None else normalize(lang)
     return language()
+
+
+@contextlib.contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Speak ``lang`` inside the ``with`` block only (for words that must not change with the language,
+    such as a picture's labels), then whatever was spoken before."""
+    global _chosen
+    before = _chosen
+    _chosen = normalize(lang)
+    try:
+        yield
+    finally:
+        _chosen = before
 
 
 def language() -> str:

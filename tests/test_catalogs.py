@@ -161,3 +161,36 @@ def test_graph_pictures_are_the_same_in_every_language():
     english = picture()
     speak("zh-CN")
     assert picture() == english
+
+
+def test_each_pytorch_message_the_package_quotes_gets_a_chinese_gloss_and_none_in_english():
+    from graphleaf_edu import errors
+
+    quoted = [errors.GRAPH_LEAVES_MESSAGE, errors.COWARDLY_MESSAGE, *(message for message, _ in errors._GLOSSES)]
+    assert all(errors.gloss(message) == "" for message in quoted)
+    speak("zh-CN")
+    glosses = [errors.gloss(message) for message in quoted]
+    assert all(g.startswith("（意思是：") and g.endswith("）") and "\n" not in g for g in glosses), glosses
+    assert errors.gloss("RuntimeError: something else") == ""
+
+
+def test_text_tables_align_chinese_by_the_columns_it_takes():
+    from graphleaf_edu.tables import display_width, text_table
+
+    table = text_table(["结果", "x"], [["张量", "1"], ["ok", "22"]]).splitlines()
+    assert [display_width(line.split("|")[0]) for line in (table[0], table[2], table[3])] == [5, 5, 5]
+    assert table[1] == "-----+---"
+
+
+def test_a_dataloader_run_reads_the_same_in_both_languages_but_its_words():
+    run = {"start_method": "fork", "num_workers": 0, "deepcopy_in_getitem": True, "detach_at_construction": False}
+    english = gl.run_loader(**run)
+    english_summary = english.summary()
+    speak("zh-CN")
+    chinese = gl.run_loader(**run)
+    fields = ("ok", "error_type", "error_line", "cause_line", "batches", "batch_shape")
+    assert [getattr(chinese, f) for f in fields] == [getattr(english, f) for f in fields]
+    assert not chinese.ok
+    assert chinese.summary().startswith(english_summary + " （意思是：只有用户直接创建的张量")
+    table = gl.outcome_table([chinese])
+    assert table.startswith("启动方式") and "（主进程）" in table
