@@ -19,7 +19,7 @@ NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
-.PHONY: catalogs
+.PHONY: catalogs torch-move
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
@@ -63,11 +63,12 @@ notebooks: setup
 	$(PY) tools/readme_picture.py
 
 # Student copies of the exercises (solutions stubbed, hidden tests and outputs removed: nbgrader's rules)
-# from the solution copies in instructor/, then the student-only tree a class can publish.
+# from the solution copies in instructor/, then the student-only tree a class can publish; REPO is the
+# class's repository address (https://github.com/OWNER/NAME), written into the tree's badges and installs.
 STUDENT_TREE ?= build/student-tree
 student: setup
 	$(PY) -m graphleaf_edu.exercises student instructor/exercises notebooks/exercises
-	$(PY) tools/student_tree.py $(STUDENT_TREE)
+	$(PY) tools/student_tree.py $(STUDENT_TREE) $(if $(REPO),--repository $(REPO))
 
 bench: setup
 	$(PY) -m bench
@@ -111,6 +112,19 @@ catalogs: $(STAMP)
 
 lock:
 	PYTHON=$(PYTHON) tools/freeze_lock.sh "$(STUDENT_EXTRAS)" "$(MAINTAINER_EXTRAS)"
+
+# Move the suite to another torch (docs/moving-torch.md): the release written once, the locks, the
+# notebooks' stamps, the API page and every stored output; then the output diff to review before
+# `make test` and the GPU run. Needs PyTorch's CPU index (or the new CPU wheel in pip's find-links).
+torch-move:
+	@test -n "$(TORCH)" || { echo "usage: make torch-move TORCH=X.Y.Z" >&2; exit 2; }
+	$(PYTHON) tools/move_torch.py $(TORCH)
+	$(MAKE) lock
+	$(MAKE) setup
+	$(PY) tools/stamp_notebooks.py
+	$(PY) tools/api_docs.py
+	$(MAKE) notebooks
+	$(PY) tools/output_diff.py
 
 clean:
 	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .hypothesis

@@ -35,7 +35,7 @@ COWARDLY = "Cowardly refusing to serialize non-leaf tensor which requires_grad"
 # by the worker's traceback, whose last line names the real cause.
 WORKER_ERROR = "in DataLoader worker process"
 
-# The whole first line, as torch 2.13 words it (what the lessons expect to print).
+# The whole first line, as the verified torch (notebook.VERIFIED_TORCH) words it: what the lessons print.
 GRAPH_LEAVES_MESSAGE = (
     f"{GRAPH_LEAVES} at the moment.  If you were attempting to deepcopy a module, this may be because "
     "of a torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"

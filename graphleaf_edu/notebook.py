@@ -24,7 +24,7 @@ Example:
 
 
 def torch_minor_version(version: str = torch.__version__) -> str:
-    """``'2.13.0+cpu'`` -> ``'2.13'``."""
+    """The major.minor of a torch version: ``'X.Y.Z+cpu'`` -> ``'X.Y'``."""
     return ".".join(version.split("+")[0].split(".")[:2])
 
 

@@ -66,7 +66,7 @@ def suite_versions() -> str:
 
 
 def torch_requirement() -> str:
-    """torch at the suite's version (``2.13.0+cpu`` -> ``torch==2.13.0``, which the local CPU build matches)."""
+    """torch at the suite's version (``X.Y.Z+cpu`` -> ``torch==X.Y.Z``, which the local CPU build matches)."""
     return f"torch=={metadata.version('torch').partition('+')[0]}"
 
 

@@ -9,12 +9,14 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 
 import pytest
 from notebook_files import ROOT, code_cells, lessons, read
 
-REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+sys.path.insert(0, str(ROOT / "tools"))
+import release  # a maintainer module, imported from tools/
+
+REPOSITORY, TAG = release.repository(), release.tag()
 SETUP = code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[0].source
 
 
@@ -45,7 +47,7 @@ def test_where_the_package_is_missing_it_is_installed_from_the_repository_withou
     pip, *rest = run_setup_cell(monkeypatch, installed=False, dot=True)
     assert rest == []
     assert pip[:6] == [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
-    assert f"graphleaf-edu @ git+{REPOSITORY}" in pip and "torchviz==0.0.3" in pip
+    assert release.install_requirement(REPOSITORY, TAG) in pip and "torchviz==0.0.3" in pip
     assert not any(re.match(r"torch\b(?!viz)", argument) for argument in pip[6:])
 
 
@@ -57,5 +59,5 @@ def test_where_dot_is_missing_too_graphviz_is_installed_with_apt(monkeypatch):
 @pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
 def test_every_lesson_opens_in_colab_from_its_own_header(path):
     owner_and_name = REPOSITORY.removeprefix("https://github.com/")
-    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/main/notebooks/{path.name})"
+    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/{TAG}/notebooks/{path.name})"
     assert badge in read(path).cells[0].source

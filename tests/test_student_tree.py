@@ -4,9 +4,13 @@ import sys
 
 import pytest
 from notebook_files import ROOT
+from test_release import PINNED, TAG, file_url, install_into_fresh_venv, tag_release
 
 sys.path.insert(0, str(ROOT / "tools"))
-import student_tree  # a maintainer script, imported from tools/
+import release  # maintainer scripts, imported from tools/
+import student_tree
+
+CLASS_REPOSITORY = "https://github.com/a-school/autograd-2027"
 
 
 @pytest.fixture(scope="module")
@@ -55,3 +59,54 @@ def test_rebuilding_replaces_its_own_tree_but_never_a_foreign_folder(tree, tmp_p
         student_tree.write_student_tree(foreign)
     with pytest.raises(ValueError, match="would contain the repository"):
         student_tree.write_student_tree(ROOT.parent)
+
+
+@pytest.fixture(scope="module")
+def class_tree(tmp_path_factory):
+    """`make student REPO=…`: the tree a class publishes at its own address (the recipe's tree line, run
+    as make runs it; its other line rewrites notebooks/exercises, which test_exercises.py covers)."""
+    destination = tmp_path_factory.mktemp("class") / "student-tree"
+    recipe = subprocess.run(["make", "--dry-run", "--always-make", "--no-print-directory", "student",
+                             f"REPO={CLASS_REPOSITORY}", f"STUDENT_TREE={destination}"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    (line,) = [line for line in recipe if "tools/student_tree.py" in line]
+    assert line.endswith(f"tools/student_tree.py {destination} --repository {CLASS_REPOSITORY}")
+    done = subprocess.run(line, shell=True, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"pointing at {CLASS_REPOSITORY}" in done.stdout and f"git push origin main {TAG}" in done.stdout
+    return destination
+
+
+def test_make_student_repo_writes_the_class_address_into_badges_and_installs(class_tree):
+    upstream = release.github_owner_and_name(release.repository())
+    ours = release.github_owner_and_name(CLASS_REPOSITORY)
+    installs = badges = 0
+    for path in sorted(class_tree.rglob("*")):
+        if path.is_file() and path.suffix in {".ipynb", ".md", ".toml", ".cff", ".yml"}:
+            text = path.read_text(encoding="utf-8")
+            assert upstream not in text and upstream.replace("/", "%2F") not in text, path
+            installs += text.count(release.install_requirement(CLASS_REPOSITORY, TAG))
+            badges += text.count(f"colab.research.google.com/github/{ours}/blob/{TAG}/")
+    assert installs >= len(list((class_tree / "notebooks").glob("[0-9][0-9]_*.ipynb"))) and badges
+    assert release.repository(class_tree) == CLASS_REPOSITORY
+    assert student_tree.leaked_answers(class_tree) == []
+
+
+def test_a_class_address_that_is_not_on_github_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ValueError, match="not a GitHub repository address"):
+        student_tree.write_student_tree(tmp_path / "tree", repository="https://gitlab.example.org/class/leaves")
+    assert not (tmp_path / "tree").exists()
+
+
+@pytest.mark.slow
+def test_the_published_tree_installs_its_own_release_tag(class_tree, tmp_path):
+    """The class pushes the tree with its tag; the install line its setup cells carry then installs it."""
+    published = tmp_path / "autograd-2027"
+    subprocess.run(["cp", "-a", f"{class_tree}/.", str(published)], check=True)
+    commit = tag_release(published)
+    line = PINNED.replace(release.repository(), CLASS_REPOSITORY)
+    assert line in (class_tree / "notebooks" / "00_start_here.ipynb").read_text().replace('\\"', '"')
+    installed = install_into_fresh_venv(tmp_path / "venv", ["install", "--no-deps",
+                                                            line.replace(CLASS_REPOSITORY, file_url(published))])
+    assert installed["version"] == release.version()
+    assert installed["direct_url"]["vcs_info"]["commit_id"] == commit

@@ -10,9 +10,10 @@ python=${PYTHON:-python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/graphleaf-lock.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Pinned by hand: torch (an open range lets pip pick a newer, multi-GB CUDA build) and soupsieve.
-# soupsieve 3.0+ needs Python >= 3.11.5 (possessive quantifiers in re); Debian 12's python3 is 3.11.2.
-printf 'torch==2.13.0\nsoupsieve<3\n' > "$work/hand-pins.txt"
+# Pinned by hand: torch (an open range lets pip pick a newer, multi-GB CUDA build), the release of
+# pyproject.toml's [tool.graphleaf-edu] torch; and soupsieve: 3.0+ needs Python >= 3.11.5 (possessive
+# quantifiers in re), Debian 12's python3 is 3.11.2.
+printf 'torch==%s\nsoupsieve<3\n' "$("$python" tools/release.py torch)" > "$work/hand-pins.txt"
 build_requires=$("$python" -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
 
 # $1 venv folder, $2 extras, $3 lock to write, $4... more pip options

@@ -5,13 +5,17 @@
   graphleaf_edu_jupyter keeps the stored one on save, so opening a notebook never rewrites it.
 - the shared setup cell (the first code cell) installs the package and Graphviz where they are missing
   (Colab), so one notebook runs locally, on Binder and on Colab;
-- every lesson's header ends with an "Open in Colab" badge for that lesson;
+- every install of the suite, in whatever cell and shape it stands (found by ``release.INSTALL``), is
+  the release tag, ``graphleaf-edu @ git+<repository>@v<version>``, never a branch;
+- a header's "**Verified with**: torch X.Y" names the supported torch (``[tool.graphleaf-edu]``);
+- every lesson's header ends with an "Open in Colab" badge that opens the lesson at the release tag;
 - every code cell that answers a **Predict** prompt stores its outputs folded (``predict_prompts``).
 
     .venv/bin/python tools/stamp_notebooks.py            # every notebook git tracks
     .venv/bin/python tools/stamp_notebooks.py PATH...    # only these
 
-A notebook is rewritten only if an edit changed it, in nbformat's own layout.
+A notebook is rewritten only if an edit changed it, in nbformat's own layout. The version, the torch
+and the repository come from pyproject.toml only (tools/release.py).
 """
 from __future__ import annotations
 
@@ -19,20 +23,21 @@ import platform
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
+import release
 from predict_prompts import fold_answers
 
-ROOT = Path(__file__).resolve().parent.parent
-REPOSITORY = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+ROOT = release.ROOT
+REPOSITORY = release.repository()
+TAG = release.tag()
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 INSTALL_WHERE_MISSING = f"""try:
     import graphleaf_edu as gl
 except ModuleNotFoundError:  # e.g. on Colab: install the package and Graphviz's dot (once, about a minute)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "torchviz==0.0.3",
-                    "graphleaf-edu @ git+{REPOSITORY}"], check=True)
+                    "{release.install_requirement(REPOSITORY, TAG)}"], check=True)
     if shutil.which("dot") is None:
         subprocess.run(["apt-get", "install", "--yes", "--quiet", "graphviz"], check=True)
     import graphleaf_edu as gl
@@ -51,13 +56,23 @@ def install_where_missing(notebook: nbformat.NotebookNode, path: Path) -> None:
     setup.source = source.replace("\nimport graphleaf_edu as gl\n", "\n" + INSTALL_WHERE_MISSING, 1)
 
 
+def pin_suite_installs(notebook: nbformat.NotebookNode, path: Path) -> None:
+    for cell in notebook.cells:
+        cell.source = release.pin_installs(cell.source, REPOSITORY, TAG)
+
+
+def verified_torch(notebook: nbformat.NotebookNode, path: Path) -> None:
+    header = notebook.cells[0]
+    if header.cell_type == "markdown":
+        header.source = release.VERIFIED_WITH.sub(rf"\g<1>{release.major_minor(release.torch())}", header.source)
+
+
 def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
     if not re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name) or path.parent != ROOT / "notebooks":
         return
     header = notebook.cells[0]
-    owner_and_name = REPOSITORY.removeprefix("https://github.com/")
-    badge = (f"[![Open In Colab]({COLAB_BADGE})](https://colab.research.google.com/github/{owner_and_name}"
-             f"/blob/main/notebooks/{path.name})")
+    url = release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, f"notebooks/{path.name}")
+    badge = f"[![Open In Colab]({COLAB_BADGE})]({url})"
     kept = [line for line in header.source.rstrip("\n").split("\n") if COLAB_BADGE not in line]
     while kept and not kept[-1].strip():
         kept.pop()
@@ -68,7 +83,8 @@ def fold_predict_answers(notebook: nbformat.NotebookNode, path: Path) -> None:
     fold_answers(notebook)
 
 
-EDITS = (stamp_language_version, install_where_missing, colab_badge, fold_predict_answers)
+EDITS = (stamp_language_version, install_where_missing, pin_suite_installs, verified_torch, colab_badge,
+         fold_predict_answers)
 
 
 def tracked_notebooks() -> list[Path]:
