@@ -20,6 +20,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 .PHONY: catalogs torch-move
+.PHONY: site-test
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
@@ -88,9 +89,14 @@ classroom-bench: setup classroom-setup
 classroom-setup: $(STAMP)
 	@$(PY) -m classroom setup
 
-# The lessons as a static HTML book from their stored outputs (nothing runs): build/site/index.html.
+# The book (Sphinx + MyST-NB, docs/conf.py) from the notebooks' stored outputs (nothing runs):
+# build/site/index.html. site-test builds the whole book and reads it in Chromium; `make test` reads a
+# quick book of a few pages (tests/test_site.py).
 site: setup
-	$(PY) tools/build_site.py build/site
+	$(PY) tools/book.py build/site
+
+site-test: setup
+	GRAPHLEAF_BOOK=full $(PY) -m pytest -p no:cacheprovider tests/test_site.py
 
 # Binder's build rehearsed here: a fresh venv from binder/ as repo2docker builds it, then the Binder link
 # opened in Chromium (tools/binder_check.py; a few minutes).

@@ -1,81 +1,216 @@
-"""`make site`: the static book renders in Chromium with every picture and no broken local link.
+"""`make site`: the book, read in Chromium from disk as a reader would.
 
-The book is built from the stored outputs into a temporary folder, then every page is opened from disk:
-each image must have loaded, each graph picture must have a size, each link to another page (or to a
-heading on it) must resolve, and each page links back to the contents. A screenshot per page goes to
-``test-artifacts/site/``.
+Searching for "deepcopy" finds the quick fix and the error index; every link between pages (and to a
+heading on a page) resolves; every picture loads and each notebook page shows as many graph pictures
+as the notebook stores; a Predict answer stays hidden until its toggle is opened; every notebook page
+has Binder, Colab and JupyterHub launch buttons for its own path in the repository; widgets show their
+text; nothing is fetched from the network; the sidebar follows the course list.
+
+`make test` builds a quick book (the quick fix, the first core lesson with a folded answer, the first
+exercise, every docs page); `make site-test` (GRAPHLEAF_BOOK=full) builds and reads the whole book.
+A screenshot per page goes to ``test-artifacts/site/``.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 from chromium import playwright_or_skip
-from notebook_files import ROOT, lessons, read
+from notebook_files import NOTEBOOKS, ROOT, read
 
 playwright_or_skip()
+sys.path.insert(0, str(ROOT / "tools"))
+import book  # the builder, a maintainer script from tools/
 
 pytestmark = pytest.mark.browser
 
+FULL = os.environ.get("GRAPHLEAF_BOOK") == "full"
 SCREENSHOTS = ROOT / "test-artifacts" / "site"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+OWNER_AND_NAME = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"].removeprefix(
+    "https://github.com/")
 
 PAGE_FACTS = """() => ({
-    images: [...document.images].map(img => ({src: img.src.slice(0, 60), ok: img.complete && img.naturalWidth > 0})),
-    svgs: [...document.querySelectorAll('.jp-OutputArea-output svg')].map(svg => svg.getBoundingClientRect().width),
+    images: [...document.images].map(img => ({src: img.src.slice(-60), ok: img.complete && img.naturalWidth > 0})),
+    pictures: document.querySelectorAll('.cell_output img').length,
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
-    nav: !!document.querySelector('nav.graphleaf-nav a[href="index.html"]'),
+    sidebar: [...document.querySelectorAll('.bd-sidebar-primary nav a.reference.internal')].map(a => a.href),
+    captions: [...document.querySelectorAll('.bd-sidebar-primary nav p.caption')].map(p => p.innerText.trim()),
     text: document.body.innerText,
 })"""
 
 
-def stored_pictures(page: str) -> int:
-    notebook = read(ROOT / "notebooks" / Path(page).with_suffix(".ipynb").name)
-    return sum(1 for cell in notebook.cells for output in cell.get("outputs", [])
+def with_folded_answer(path: str) -> bool:
+    return any(book.folded(cell) and cell.get("outputs") for cell in read(NOTEBOOKS / path).cells)
+
+
+def quick_selection(entries) -> list[str]:
+    """One notebook of each kind a reader meets first: the quick fix, a core lesson with a folded answer, an exercise."""
+    first = {}
+    for entry in entries:
+        if entry.group == "core" and not with_folded_answer(entry.path):
+            continue
+        first.setdefault(entry.group, entry.path)
+    return [first[group] for group in ("quick fix", "core", "exercise")]
+
+
+def page_of(out: Path, path: str) -> Path:
+    return out / "notebooks" / Path(path).with_suffix(".html")
+
+
+def stored_pictures(path: str) -> int:
+    return sum(1 for cell in read(NOTEBOOKS / path).cells for output in cell.get("outputs", [])
                if {"image/png", "image/svg+xml"} & set(output.get("data", {})))
+
+
+def widget_texts(path: str) -> list[str]:
+    return [output.data["text/plain"] for cell in read(NOTEBOOKS / path).cells for output in cell.get("outputs", [])
+            if WIDGET_VIEW in output.get("data", {})]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), str(out)], check=True)
-    return out
+    entries = book.course()
+    if not FULL:
+        entries = book.course(quick_selection(entries))
+    out = tmp_path_factory.mktemp("book") / "site"
+    only = [] if FULL else ["--only", *(entry.path for entry in entries)]
+    subprocess.run([sys.executable, str(ROOT / "tools" / "book.py"), str(out), *only], check=True)
+    return out, entries
 
 
-def test_the_book_has_a_page_per_lesson_and_renders_every_picture_and_link(site, browser):
-    pages = sorted(site.glob("*.html"))
-    assert [p.name for p in pages] == sorted(["index.html", *(p.with_suffix(".html").name for p in lessons())])
-    ids_of, problems = {}, []
-    page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+@pytest.fixture(scope="module")
+def reader(browser):
+    """A page that records every request leaving the disk."""
+    page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
+    page.remote_requests = []
+    page.on("request", lambda request: None if request.url.startswith(("file:", "data:", "blob:", "about:"))
+            else page.remote_requests.append(request.url))
+    return page
+
+
+@pytest.fixture(scope="module")
+def facts(site, reader):
+    out, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    facts = {}
-    for path in pages:
-        page.goto(path.as_uri(), wait_until="domcontentloaded")
-        page.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=30_000)
-        facts[path.name] = page.evaluate(PAGE_FACTS)
-        ids_of[path.name] = set(facts[path.name]["ids"])
-        page.screenshot(path=str(SCREENSHOTS / f"{path.stem}.png"))
+    seen = {}
+    for path in book.pages(out):
+        reader.goto(path.as_uri(), wait_until="load")
+        reader.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=30_000)
+        seen[path] = reader.evaluate(PAGE_FACTS)
+        reader.screenshot(path=str(SCREENSHOTS / f"{path.relative_to(out).with_suffix('').as_posix().replace('/', '_')}.png"))
+    return seen
 
-    for name, seen in facts.items():
-        problems += [f"{name}: image {i['src']} did not load" for i in seen["images"] if not i["ok"]]
-        problems += [f"{name}: a graph picture has no size" for width in seen["svgs"] if width <= 0]
+
+def test_every_page_is_in_the_book_and_nothing_else(site, facts):
+    out, entries = site
+    expected = {out / "index.html", out / "errors.html", *(page_of(out, entry.path) for entry in entries),
+                *(out / "docs" / f"{name}.html" for names in book.doc_pages().values() for name in names)}
+    assert set(facts) == expected
+    assert not (out / "instructor").exists()
+    for entry in entries:  # the exercises are the student copies
+        text = facts[page_of(out, entry.path)]["text"]
+        assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, entry.path
+
+
+def test_every_link_between_pages_and_to_a_heading_resolves(facts):
+    ids_of = {path: set(seen["ids"]) for path, seen in facts.items()}
+    problems = []
+    for path, seen in facts.items():
         for href in seen["links"]:
             url = urlparse(href)
             if url.scheme != "file":
                 continue
             target = Path(unquote(url.path))
             if not target.is_file():
-                problems.append(f"{name}: broken link {href}")
-            elif url.fragment and target.name in ids_of and not {url.fragment, unquote(url.fragment)} & ids_of[target.name]:
-                problems.append(f"{name}: no heading #{url.fragment} in {target.name}")
-        if name != "index.html":
-            assert seen["nav"], f"{name} has no link back to the contents"
-            pictures = sum(i["ok"] for i in seen["images"]) + len(seen["svgs"])
-            assert pictures == stored_pictures(name), f"{name}: {pictures} pictures shown, {stored_pictures(name)} stored"
-            assert "Loading widget" not in seen["text"]
+                problems.append(f"{path.name}: broken link {href}")
+            elif url.fragment and target in ids_of and unquote(url.fragment) not in ids_of[target]:
+                problems.append(f"{path.name}: no heading #{url.fragment} in {target.name}")
     assert not problems, "\n".join(problems)
-    lesson_links = {Path(urlparse(h).path).name for h in facts["index.html"]["links"] if h.startswith("file:")}
-    assert lesson_links == {p.with_suffix(".html").name for p in lessons()}
+
+
+def test_every_picture_loads_and_each_notebook_shows_its_stored_graphs(site, facts):
+    out, entries = site
+    broken = [f"{path.name}: {image['src']}" for path, seen in facts.items() for image in seen["images"] if not image["ok"]]
+    assert not broken, broken
+    for entry in entries:
+        assert facts[page_of(out, entry.path)]["pictures"] == stored_pictures(entry.path), entry.path
+    assert any(seen["pictures"] for seen in facts.values()) or not any(map(stored_pictures, (e.path for e in entries)))
+
+
+def test_widgets_show_their_text_and_nothing_comes_from_the_network(site, facts, reader):
+    out, entries = site
+    for entry in entries:
+        text = facts[page_of(out, entry.path)]["text"]
+        assert "Loading widget" not in text and "Error displaying widget" not in text
+        for fallback in widget_texts(entry.path):
+            assert fallback in text, entry.path
+    assert reader.remote_requests == []
+
+
+def test_every_notebook_page_has_its_launch_buttons(site, facts):
+    out, entries = site
+    for entry in entries:
+        links = facts[page_of(out, entry.path)]["links"]
+        path = f"notebooks/{entry.path}"
+        assert f"https://mybinder.org/v2/gh/{OWNER_AND_NAME}/main?urlpath=lab/tree/{path}" in links, path
+        assert f"https://colab.research.google.com/github/{OWNER_AND_NAME}/blob/main/{path}" in links, path
+        hub = [link for link in links if "/hub/user-redirect/git-pull?" in link]
+        assert len(hub) == 1 and f"urlpath=lab/tree/{OWNER_AND_NAME.split('/')[1]}/{path}" in unquote(hub[0]), hub
+        assert (ROOT / path).is_file()
+
+
+def test_the_sidebar_follows_the_course_list(site, facts):
+    out, entries = site
+    seen = facts[out / "index.html"]
+    notebook_links = [Path(unquote(urlparse(h).path)) for h in seen["sidebar"] if "/notebooks/" in h]
+    assert notebook_links == [page_of(out, entry.path) for entry in entries]
+    groups = [book.GROUP_CAPTIONS[group] for group in dict.fromkeys(entry.group for entry in entries)]
+    assert [caption.split(" (")[0] for caption in seen["captions"]][:len(groups)] == groups
+    assert Path(unquote(urlparse(seen["sidebar"][0]).path)) == out / "errors.html"
+
+
+def test_the_error_index_is_a_page(site, facts):
+    out, _ = site
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split(book.ERROR_INDEX_START)[1].split(book.ERROR_INDEX_END)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+    text = facts[out / "errors.html"]["text"]
+    assert rows and "gl.explain" in text
+    for row in rows:
+        message = row.strip("|").split(" | ")[0].replace("`", "").strip()[:40]
+        assert message in text, message
+
+
+def test_searching_deepcopy_finds_the_quick_fix_and_the_error_index(site, reader):
+    out, entries = site
+    reader.goto((out / "index.html").as_uri())
+    reader.locator(".bd-sidebar-primary .search-button-field").click()  # opens the search dialog
+    box = reader.locator('form.bd-search input[name="q"]')
+    box.fill("deepcopy")
+    box.press("Enter")
+    # Sphinx lists the results one by one, then says how many it found
+    reader.wait_for_function("() => /found \\d+ page/.test(document.querySelector('#search-results')?.innerText)",
+                             timeout=30_000)
+    found = {Path(unquote(urlparse(a).path)) for a in reader.eval_on_selector_all(
+        "#search-results ul.search li a", "links => links.map(a => a.href)")}
+    quick_fix = next(entry.path for entry in entries if entry.group == "quick fix")
+    assert {page_of(out, quick_fix), out / "errors.html"} <= found
+
+
+def test_a_predict_answer_stays_hidden_until_its_toggle_is_opened(site, reader):
+    out, entries = site
+    lesson = next(entry.path for entry in entries if entry.group == "core" and with_folded_answer(entry.path))
+    reader.goto(page_of(out, lesson).as_uri())
+    answer = reader.locator(".cell.tag_hide-output").first
+    output = answer.locator(".cell_output")
+    assert not output.is_visible()
+    answer.locator("summary").click()
+    output.wait_for(state="visible", timeout=5_000)
+    assert output.inner_text().strip()

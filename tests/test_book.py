@@ -1,0 +1,102 @@
+"""tools/book.py stages the book's sources: what it folds, how it rewrites links, the pages it makes from
+the README and the course list. (tests/test_site.py builds the book and reads it in Chromium.)"""
+from __future__ import annotations
+
+import sys
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from notebook_files import ROOT, read
+
+sys.path.insert(0, str(ROOT / "tools"))
+import book  # the builder, a maintainer script from tools/
+
+REPOSITORY = book.repository()
+
+
+def folded_cell(source: str = "answer()") -> nbformat.NotebookNode:
+    cell = new_code_cell(source, outputs=[new_output("stream", name="stdout", text="the answer\n")])
+    cell.metadata.update({"jupyter": {"outputs_hidden": True}, "collapsed": True})
+    return cell
+
+
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+def test_a_folded_answer_gets_the_toggle_and_an_open_cell_does_not():
+    open_cell = new_code_cell("shown()", outputs=[new_output("stream", name="stdout", text="seen\n")])
+    notebook = new_notebook(cells=[new_markdown_cell("**Predict**: what prints?"), folded_cell(), open_cell,
+                                   folded_cell("no_output()")])
+    notebook.cells[3].outputs = []
+    book.fold_as_jupyterlab_does(notebook)
+    assert [tags(cell) for cell in notebook.cells] == [[], ["hide-output"], [], []]
+
+
+def test_code_under_a_collapsed_heading_is_hidden_until_the_next_heading_of_its_level():
+    solution = new_markdown_cell("### Solution")
+    solution.metadata["jp-MarkdownHeadingCollapsed"] = True
+    notebook = new_notebook(cells=[solution, new_code_cell("fix()"), new_markdown_cell("#### Why"),
+                                   new_code_cell("more()"), new_markdown_cell("### Next"), new_code_cell("after()")])
+    book.fold_as_jupyterlab_does(notebook)
+    assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [["hide-cell"], ["hide-cell"], []]
+
+
+def test_every_answer_folded_in_a_notebook_is_folded_in_the_book(tmp_path):
+    entries = book.course()
+    book.stage(tmp_path, entries)
+    for entry in entries:
+        source, staged = read(ROOT / "notebooks" / entry.path), read(tmp_path / "notebooks" / entry.path)
+        assert [c.source for c in staged.cells if c.cell_type == "code"] == \
+            [c.source for c in source.cells if c.cell_type == "code"]
+        for original, copy in zip(source.cells, staged.cells, strict=True):
+            if original.cell_type == "code" and book.folded(original) and original.outputs:
+                assert "hide-output" in tags(copy) or "hide-cell" in tags(copy), entry.path
+        assert "colab-badge.svg" not in "".join(c.source for c in staged.cells)
+    assert not (tmp_path / "instructor").exists()
+
+
+def test_links_stay_in_the_book_or_point_at_the_repository(tmp_path):
+    links = book.Links({"notebooks/01_leaves_and_grad_fn.ipynb", "docs/running.md"}, tmp_path, REPOSITORY)
+    source = "docs/contributing.md"
+    markdown = ("[a](running.md#the-two-commands) [b](../notebooks/01_leaves_and_grad_fn.ipynb) "
+                "[c](../tests/README.md#nbval) [d](../binder/) [e](https://example.org) [f](#here) "
+                "![g](autograd-graph.svg) [h](gone.md)")
+    assert links.rewrite(markdown, source) == (
+        "[a](running.md#the-two-commands) [b](../notebooks/01_leaves_and_grad_fn.ipynb) "
+        f"[c]({REPOSITORY}/blob/main/tests/README.md#nbval) [d]({REPOSITORY}/tree/main/binder) "
+        "[e](https://example.org) [f](#here) ![g](autograd-graph.svg) [h](gone.md)")
+    assert (tmp_path / "docs" / "autograd-graph.svg").read_bytes() == (ROOT / "docs" / "autograd-graph.svg").read_bytes()
+
+
+def test_the_error_index_page_is_the_readme_section_that_holds_the_generated_block():
+    readme = (ROOT / "README.md").read_text()
+    page = book.error_index_page(readme)
+    assert page.startswith("# I just hit this error\n")
+    block = readme.split(book.ERROR_INDEX_START)[1].split(book.ERROR_INDEX_END)[0]
+    assert block.strip() and block in page
+
+
+@pytest.mark.parametrize("readme", ["## I just hit this error\n\nno index\n",
+                                    f"## I just hit this error\n\n{book.ERROR_INDEX_START}\n"])
+def test_a_readme_without_its_error_index_markers_is_refused(readme):
+    with pytest.raises(SystemExit, match="error-index"):
+        book.error_index_page(readme)
+
+
+def test_the_index_lists_the_course_in_its_order_and_every_docs_page():
+    entries = book.course()
+    index = book.index_page((ROOT / "README.md").read_text(), entries, book.doc_pages())
+    positions = [index.index(f"<notebooks/{entry.path}>") for entry in entries]
+    assert positions == sorted(positions)
+    assert index.index("<errors>") < positions[0]
+    for path in (ROOT / "docs").glob("*.md"):
+        assert f"\ndocs/{path.stem}\n" in index, path.name
+    assert "[![" not in index, "a badge is a remote picture: the book is read offline"
+
+
+def test_only_keeps_the_named_notebooks_and_refuses_unknown_ones():
+    assert [entry.path for entry in book.course(["quick_fix.ipynb"])] == ["quick_fix.ipynb"]
+    with pytest.raises(SystemExit, match="not in notebooks/course.toml"):
+        book.course(["nope.ipynb"])

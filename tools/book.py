@@ -1,0 +1,252 @@
+"""`make site`: the book, from the outputs the notebooks store (nothing runs).
+
+    .venv/bin/python tools/book.py [OUT] [--only PATH ...]      (default build/site)
+
+Sphinx + MyST-NB + sphinx-book-theme (configuration: docs/conf.py) render every notebook of the course
+list (notebooks/course.toml, in its order and groups: the sidebar) and every page of docs/. `--only`
+keeps the named notebooks (paths relative to notebooks/) and leaves the others out: a quick book.
+
+The sources are staged first, in the repository's own layout (OUT's sibling `book-src/`), so that
+links between notebooks and pages keep working and each launch button finds its notebook at its path
+in the repository. Staging changes only the copies:
+- a cell that the notebook stores folded (a Predict answer, folded by tools/predict_prompts.py) gets
+  MyST-NB's `hide-output` tag: the book shows its output behind a toggle, as JupyterLab does;
+- code under a heading the notebook stores collapsed (a task's solution) is hidden whole;
+- the "Open in Colab" badge goes (every notebook page has launch buttons, and the badge is a remote
+  picture); a link to a file that is not in the book points at it in the repository;
+- index.md: the README's opening and one table of contents per group; errors.md: the README's
+  "I just hit this error" with the error index it keeps between its markers.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import course_stats  # the course list's one reader, a script beside this one
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+DOCS = ROOT / "docs"
+
+GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course", "deep dive": "Deep dives",
+                  "exercise": "Exercises"}
+# docs/ pages by reader; a page not named here (a new one) goes with the maintainers' pages.
+DOC_SECTIONS = {
+    "Using the suite": ["running", "windows", "api", "package-map"],
+    "For instructors": ["instructors", "classroom"],
+    "For maintainers": ["contributing", "benchmarks", "gpu-run"],
+}
+ERROR_INDEX_START, ERROR_INDEX_END = "<!-- error-index:start -->", "<!-- error-index:end -->"
+COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.MULTILINE)
+LINK = re.compile(r"(\]\()([^)\s]+)(\))")
+PICTURE = (".svg", ".png", ".jpg", ".jpeg", ".gif")
+HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
+HIDE_OUTPUT, HIDE_CELL = "hide-output", "hide-cell"
+
+
+def repository() -> str:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+
+
+def course(only: list[str] | None = None) -> list[course_stats.Entry]:
+    entries = course_stats.course(NOTEBOOKS)
+    if only is None:
+        return entries
+    unknown = set(only) - {entry.path for entry in entries}
+    if unknown:
+        raise SystemExit(f"not in notebooks/course.toml: {', '.join(sorted(unknown))}")
+    return [entry for entry in entries if entry.path in only]
+
+
+def doc_pages() -> dict[str, list[str]]:
+    """Caption -> docs/ page names, every page once."""
+    named = {name for names in DOC_SECTIONS.values() for name in names}
+    present = {path.stem for path in DOCS.glob("*.md")}
+    sections = {caption: [name for name in names if name in present] for caption, names in DOC_SECTIONS.items()}
+    sections["For maintainers"] += sorted(present - named)
+    return sections
+
+
+# --- what the book does to a notebook ---------------------------------------------------------------
+
+def folded(cell: nbformat.NotebookNode) -> bool:
+    """Whether JupyterLab opens this cell with its outputs folded."""
+    return cell.metadata.get("jupyter", {}).get("outputs_hidden") is True
+
+
+def collapsed_heading_level(cell: nbformat.NotebookNode) -> int | None:
+    """The level of the heading this Markdown cell stores collapsed, if it does."""
+    heading = HEADING.match(cell.source)
+    return len(heading.group(1)) if heading and cell.metadata.get("jp-MarkdownHeadingCollapsed") else None
+
+
+def add_tag(cell: nbformat.NotebookNode, tag: str) -> None:
+    tags = cell.metadata.setdefault("tags", [])
+    if tag not in tags:
+        tags.append(tag)
+
+
+def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
+    """Folded outputs become `hide-output`; code under a collapsed heading becomes `hide-cell`."""
+    collapsed_at = None
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            heading = HEADING.match(cell.source)
+            if heading and collapsed_at is not None and len(heading.group(1)) <= collapsed_at:
+                collapsed_at = None
+            collapsed_at = collapsed_heading_level(cell) or collapsed_at
+        elif cell.cell_type == "code":
+            if collapsed_at is not None:
+                add_tag(cell, HIDE_CELL)
+            elif folded(cell) and cell.outputs:
+                add_tag(cell, HIDE_OUTPUT)
+
+
+# --- links -------------------------------------------------------------------------------------------
+
+class Links:
+    """Rewrites a staged file's relative links: a book page stays a link in the book, a picture is
+    staged beside it, anything else of the repository becomes its address there."""
+
+    def __init__(self, pages: set[str], staging: Path, base: str):
+        self.pages, self.staging, self.base = pages, staging, base
+
+    def rewrite(self, markdown: str, source: str) -> str:
+        return LINK.sub(lambda m: m.group(1) + self.target(m.group(2), source) + m.group(3), markdown)
+
+    def target(self, target: str, source: str) -> str:
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            return target
+        path, hash_, anchor = target.partition("#")
+        resolved = (ROOT / source).parent / path
+        try:
+            in_repository = resolved.resolve().relative_to(ROOT).as_posix()
+        except ValueError:
+            return target
+        if in_repository in self.pages:
+            return target
+        if resolved.suffix.lower() in PICTURE and resolved.is_file():
+            (self.staging / in_repository).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(resolved, self.staging / in_repository)
+            return target
+        if not resolved.exists():
+            return target  # Sphinx reports it: the build stops on a warning
+        kind = "tree" if resolved.is_dir() else "blob"
+        return f"{self.base}/{kind}/main/{in_repository}" + (hash_ + anchor)
+
+
+def stage_notebook(entry: course_stats.Entry, links: Links, staging: Path) -> None:
+    source = f"notebooks/{entry.path}"
+    notebook = nbformat.read(ROOT / source, as_version=4)
+    fold_as_jupyterlab_does(notebook)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = links.rewrite(COLAB_BADGE.sub("", cell.source), source)
+    (staging / source).parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, staging / source)
+
+
+# --- pages made from the README ----------------------------------------------------------------------
+
+def readme_section(readme: str, heading: str) -> str:
+    """The README's ``## heading`` section, heading included, up to the next ``## ``."""
+    start = readme.index(f"## {heading}\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:] if end < 0 else readme[start:end + 1]
+
+
+def error_index_page(readme: str) -> str:
+    if readme.count(ERROR_INDEX_START) != 1 or readme.count(ERROR_INDEX_END) != 1:
+        raise SystemExit(f"README.md must keep its error index between one {ERROR_INDEX_START} and one "
+                         f"{ERROR_INDEX_END} line")
+    section = readme_section(readme, "I just hit this error")
+    if ERROR_INDEX_START not in section:
+        raise SystemExit("README.md's error index must sit in its '## I just hit this error' section")
+    return section[1:]  # "# I just hit this error": the page's title
+
+
+def opening(readme: str) -> str:
+    """The README's title, what the suite is, and its picture: everything before the first badge."""
+    head = readme[:readme.index("\n## ")]
+    return head[:head.index("[![")].rstrip() + "\n"
+
+
+def toctree(caption: str, documents: list[str]) -> str:
+    return "\n".join(["```{toctree}", f":caption: {caption}", ":maxdepth: 1", "", *documents, "```", ""])
+
+
+def index_page(readme: str, entries: list[course_stats.Entry], docs: dict[str, list[str]]) -> str:
+    parts = [opening(readme), "Every notebook of the suite with the outputs it stores, to read without running "
+             "anything. To run one, use the launch buttons at the top of its page (Binder, Colab, "
+             "JupyterHub) or `make lab` in a clone of [the repository](" + repository() + ").", ""]
+    for group, caption in GROUP_CAPTIONS.items():
+        members = [entry for entry in entries if entry.group == group]
+        documents = [f"{entry.title.replace('`', '')} <notebooks/{entry.path}>" for entry in members]
+        if group == "quick fix":  # the error index comes first, with or without the quick fix notebook
+            documents.insert(0, "Find your error message <errors>")
+        if documents:
+            minutes = f" ({round(sum(entry.minutes for entry in members))} min)" if members else ""
+            parts.append(toctree(caption + minutes, documents))
+    parts += [toctree(caption, [f"docs/{name}" for name in names]) for caption, names in docs.items() if names]
+    return "\n".join(parts)
+
+
+def stage(staging: Path, entries: list[course_stats.Entry]) -> None:
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    docs = doc_pages()
+    pages = {f"notebooks/{entry.path}" for entry in entries} | {f"docs/{name}.md" for names in docs.values()
+                                                               for name in names}
+    links = Links(pages, staging, repository())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (staging / "index.md").write_text(links.rewrite(index_page(readme, entries, docs), "README.md"))
+    (staging / "errors.md").write_text(links.rewrite(error_index_page(readme), "README.md"))
+    for entry in entries:
+        stage_notebook(entry, links, staging)
+    (staging / "docs").mkdir(exist_ok=True)
+    for names in docs.values():
+        for name in names:
+            source = f"docs/{name}.md"
+            (staging / source).write_text(links.rewrite((ROOT / source).read_text(encoding="utf-8"), source))
+
+
+def build(out: Path, only: list[str] | None = None) -> int:
+    """Stage the sources and build the book into ``out``; return the number of pages."""
+    staging = out.parent / f"{out.name}-src"
+    stage(staging, course(only))
+    if out.exists():
+        shutil.rmtree(out)
+    # -W: a warning (a broken link, a missing picture) fails the build; -E: no stale environment.
+    subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-c", str(DOCS), "-W", "--keep-going", "-E",
+                    "-q", "-d", str(out.parent / f"{out.name}-doctrees"), str(staging), str(out)], check=True)
+    return len(pages(out))
+
+
+def pages(out: Path) -> list[Path]:
+    """The book's pages in ``out``: every notebook, docs page, index and the error index."""
+    return sorted(page for page in out.rglob("*.html")
+                  if "_static" not in page.relative_to(out).parts and page.name not in {"search.html", "genindex.html"})
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tools/book.py", description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", type=Path, default=ROOT / "build" / "site")
+    parser.add_argument("--only", nargs="+", metavar="PATH", help="these notebooks only (relative to notebooks/)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    pages = build(args.out.resolve(), args.only)
+    print(f"wrote {pages} pages to {args.out} in {time.perf_counter() - started:.0f} s "
+          f"(open {args.out / 'index.html'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
