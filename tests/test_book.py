@@ -11,27 +11,26 @@ from notebook_files import ROOT, read
 
 sys.path.insert(0, str(ROOT / "tools"))
 import book  # the builder, a maintainer script from tools/
+import predict_prompts  # the Predict rule the book follows
 
 REPOSITORY = book.repository()
 
 
-def folded_cell(source: str = "answer()") -> nbformat.NotebookNode:
-    cell = new_code_cell(source, outputs=[new_output("stream", name="stdout", text="the answer\n")])
-    cell.metadata.update({"jupyter": {"outputs_hidden": True}, "collapsed": True})
-    return cell
+def answer(source: str, printed: str | None) -> nbformat.NotebookNode:
+    outputs = [new_output("stream", name="stdout", text=printed)] if printed else []
+    return new_code_cell(source, outputs=outputs)
 
 
 def tags(cell: nbformat.NotebookNode) -> list[str]:
     return cell.metadata.get("tags", [])
 
 
-def test_a_folded_answer_gets_the_toggle_and_an_open_cell_does_not():
-    open_cell = new_code_cell("shown()", outputs=[new_output("stream", name="stdout", text="seen\n")])
-    notebook = new_notebook(cells=[new_markdown_cell("**Predict**: what prints?"), folded_cell(), open_cell,
-                                   folded_cell("no_output()")])
-    notebook.cells[3].outputs = []
+def test_each_answer_to_a_predict_prompt_gets_the_toggle_and_no_other_cell_does():
+    notebook = new_notebook(cells=[answer("before()", "seen\n"), new_markdown_cell("**Predict**: what prints?"),
+                                   answer("first()", "label\n"), answer("silent()", None),
+                                   new_markdown_cell("Now run this:"), answer("after()", "seen\n")])
     book.fold_as_jupyterlab_does(notebook)
-    assert [tags(cell) for cell in notebook.cells] == [[], ["hide-output"], [], []]
+    assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [[], ["hide-output"], [], []]
 
 
 def test_code_under_a_collapsed_heading_is_hidden_until_the_next_heading_of_its_level():
@@ -43,17 +42,24 @@ def test_code_under_a_collapsed_heading_is_hidden_until_the_next_heading_of_its_
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [["hide-cell"], ["hide-cell"], []]
 
 
-def test_every_answer_folded_in_a_notebook_is_folded_in_the_book(tmp_path):
+def test_every_answer_folded_in_a_notebook_is_behind_a_toggle_in_the_book(tmp_path):
     entries = book.course()
     book.stage(tmp_path, entries)
+    toggles = 0
     for entry in entries:
         source, staged = read(ROOT / "notebooks" / entry.path), read(tmp_path / "notebooks" / entry.path)
         assert [c.source for c in staged.cells if c.cell_type == "code"] == \
             [c.source for c in source.cells if c.cell_type == "code"]
+        answers = {id(cell) for _, cell in predict_prompts.answer_cells(source) if cell.outputs}
         for original, copy in zip(source.cells, staged.cells, strict=True):
-            if original.cell_type == "code" and book.folded(original) and original.outputs:
-                assert "hide-output" in tags(copy) or "hide-cell" in tags(copy), entry.path
+            if id(original) in answers:
+                assert predict_prompts.folded(original), f"{entry.path}: an answer JupyterLab shows open"
+                assert {"hide-output", "hide-cell"} & set(tags(copy)), entry.path
+                toggles += 1
+            else:
+                assert "hide-output" not in tags(copy), entry.path
         assert "colab-badge.svg" not in "".join(c.source for c in staged.cells)
+    assert toggles > 0
     assert not (tmp_path / "instructor").exists()
 
 

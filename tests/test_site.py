@@ -26,6 +26,7 @@ from notebook_files import NOTEBOOKS, ROOT, read
 playwright_or_skip()
 sys.path.insert(0, str(ROOT / "tools"))
 import book  # the builder, a maintainer script from tools/
+import predict_prompts  # the Predict rule the book follows
 
 pytestmark = pytest.mark.browser
 
@@ -43,19 +44,24 @@ PAGE_FACTS = """() => ({
     sidebar: [...document.querySelectorAll('.bd-sidebar-primary nav a.reference.internal')].map(a => a.href),
     captions: [...document.querySelectorAll('.bd-sidebar-primary nav p.caption')].map(p => p.innerText.trim()),
     text: document.body.innerText,
+    source: document.body.textContent,
 })"""
 
 
 def with_folded_answer(path: str) -> bool:
-    return any(book.folded(cell) and cell.get("outputs") for cell in read(NOTEBOOKS / path).cells)
+    return any(cell.outputs for _, cell in predict_prompts.answer_cells(read(NOTEBOOKS / path)))
+
+
+def with_folded_solution(path: str) -> bool:
+    return any(book.collapsed_heading_level(cell) for cell in read(NOTEBOOKS / path).cells if cell.cell_type == "markdown")
 
 
 def quick_selection(entries) -> list[str]:
-    """One notebook of each kind a reader meets first: the quick fix, a core lesson with a folded answer, an exercise."""
-    first = {}
+    """One notebook of each kind a reader meets first: the quick fix, a core lesson with a folded answer
+    (and a folded solution, where one has both), an exercise."""
+    core = [entry.path for entry in entries if entry.group == "core" and with_folded_answer(entry.path)]
+    first = {"core": next((path for path in core if with_folded_solution(path)), core[0])}
     for entry in entries:
-        if entry.group == "core" and not with_folded_answer(entry.path):
-            continue
         first.setdefault(entry.group, entry.path)
     return [first[group] for group in ("quick fix", "core", "exercise")]
 
@@ -115,8 +121,8 @@ def test_every_page_is_in_the_book_and_nothing_else(site, facts):
     assert set(facts) == expected
     assert not (out / "instructor").exists()
     for entry in entries:  # the exercises are the student copies
-        text = facts[page_of(out, entry.path)]["text"]
-        assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, entry.path
+        source = facts[page_of(out, entry.path)]["source"]
+        assert "BEGIN SOLUTION" not in source and "BEGIN HIDDEN TESTS" not in source, entry.path
 
 
 def test_every_link_between_pages_and_to_a_heading_resolves(facts):
@@ -147,10 +153,10 @@ def test_every_picture_loads_and_each_notebook_shows_its_stored_graphs(site, fac
 def test_widgets_show_their_text_and_nothing_comes_from_the_network(site, facts, reader):
     out, entries = site
     for entry in entries:
-        text = facts[page_of(out, entry.path)]["text"]
-        assert "Loading widget" not in text and "Error displaying widget" not in text
-        for fallback in widget_texts(entry.path):
-            assert fallback in text, entry.path
+        seen = facts[page_of(out, entry.path)]
+        assert "Loading widget" not in seen["text"] and "Error displaying widget" not in seen["text"]
+        for fallback in widget_texts(entry.path):  # shown, or behind a toggle
+            assert fallback in seen["source"], entry.path
     assert reader.remote_requests == []
 
 
@@ -214,3 +220,16 @@ def test_a_predict_answer_stays_hidden_until_its_toggle_is_opened(site, reader):
     answer.locator("summary").click()
     output.wait_for(state="visible", timeout=5_000)
     assert output.inner_text().strip()
+
+
+def test_a_task_solution_stays_folded_until_opened(site, reader):
+    out, entries = site
+    lesson = next((entry.path for entry in entries if with_folded_solution(entry.path)), None)
+    if lesson is None:
+        pytest.skip("no notebook of this book stores a collapsed solution heading")
+    reader.goto(page_of(out, lesson).as_uri())
+    solution = reader.locator(".cell.tag_hide-cell").first
+    code = solution.locator(".cell_input")
+    assert not code.is_visible()
+    solution.locator("summary").first.click()
+    code.wait_for(state="visible", timeout=5_000)

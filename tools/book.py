@@ -9,8 +9,8 @@ keeps the named notebooks (paths relative to notebooks/) and leaves the others o
 The sources are staged first, in the repository's own layout (OUT's sibling `book-src/`), so that
 links between notebooks and pages keep working and each launch button finds its notebook at its path
 in the repository. Staging changes only the copies:
-- a cell that the notebook stores folded (a Predict answer, folded by tools/predict_prompts.py) gets
-  MyST-NB's `hide-output` tag: the book shows its output behind a toggle, as JupyterLab does;
+- a cell that answers a Predict prompt (tools/predict_prompts.py's rule, by which the notebook stores
+  it folded) gets MyST-NB's `hide-output` tag: the book shows its output behind a toggle;
 - code under a heading the notebook stores collapsed (a task's solution) is hidden whole;
 - the "Open in Colab" badge goes (every notebook page has launch buttons, and the badge is a remote
   picture); a link to a file that is not in the book points at it in the repository;
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import course_stats  # the course list's one reader, a script beside this one
 import nbformat
+import predict_prompts  # the one "Predict, then run" rule: which cells answer a prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -76,11 +77,6 @@ def doc_pages() -> dict[str, list[str]]:
 
 # --- what the book does to a notebook ---------------------------------------------------------------
 
-def folded(cell: nbformat.NotebookNode) -> bool:
-    """Whether JupyterLab opens this cell with its outputs folded."""
-    return cell.metadata.get("jupyter", {}).get("outputs_hidden") is True
-
-
 def collapsed_heading_level(cell: nbformat.NotebookNode) -> int | None:
     """The level of the heading this Markdown cell stores collapsed, if it does."""
     heading = HEADING.match(cell.source)
@@ -94,7 +90,10 @@ def add_tag(cell: nbformat.NotebookNode, tag: str) -> None:
 
 
 def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
-    """Folded outputs become `hide-output`; code under a collapsed heading becomes `hide-cell`."""
+    """A Predict answer's outputs get `hide-output`; code under a collapsed heading gets `hide-cell`."""
+    for _, cell in predict_prompts.answer_cells(notebook):
+        if cell.outputs:
+            add_tag(cell, HIDE_OUTPUT)
     collapsed_at = None
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -102,11 +101,8 @@ def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
             if heading and collapsed_at is not None and len(heading.group(1)) <= collapsed_at:
                 collapsed_at = None
             collapsed_at = collapsed_heading_level(cell) or collapsed_at
-        elif cell.cell_type == "code":
-            if collapsed_at is not None:
-                add_tag(cell, HIDE_CELL)
-            elif folded(cell) and cell.outputs:
-                add_tag(cell, HIDE_OUTPUT)
+        elif cell.cell_type == "code" and collapsed_at is not None:
+            add_tag(cell, HIDE_CELL)
 
 
 # --- links -------------------------------------------------------------------------------------------
