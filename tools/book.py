@@ -42,7 +42,7 @@ GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course
 DOC_SECTIONS = {
     "Using the suite": ["running", "windows", "api", "package-map"],
     "For instructors": ["instructors", "classroom"],
-    "For maintainers": ["contributing", "benchmarks", "gpu-run"],
+    "For maintainers": ["contributing", "releasing", "moving-torch", "benchmarks", "gpu-run"],
 }
 ERROR_INDEX_START, ERROR_INDEX_END = "<!-- error-index:start -->", "<!-- error-index:end -->"
 COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.MULTILINE)
