@@ -19,8 +19,8 @@ from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import Dataset
 
 from graphleaf_edu import stored_values as sv
-from graphleaf_edu.stored_values import Node
 from graphleaf_edu.deepcopy_reducers import ReducedParts
+from graphleaf_edu.stored_values import Node
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class Cause:
 
 def _cause(kind: str, cause: str, fix: str) -> Cause:
     return Cause(kind, cause, fix)
+
+
+def _naming(cause: Cause, **names: str) -> Cause:
+    """``cause`` with the names that decided it filled into its words."""
+    return Cause(cause.kind, cause.cause.format(**names), cause.fix.format(**names))
 
 
 ROOT_TENSOR = _cause(
@@ -82,12 +87,28 @@ FX_CONSTANT = _cause(
     "trace with constants made under `torch.no_grad()`, or replace it: `gm.<name> = gm.<name>.detach()`",
 )
 LEARNED_LR = _cause(
-    "tensor-hyperparameter", "a tensor hyper-parameter (a learned learning rate) in an optimizer or scheduler",
+    "tensor-hyperparameter", "a learned learning rate: a non-leaf tensor as the optimizer's lr (or a scheduler's copy of it)",
     "give the optimizer a detached value (`group['lr'] = lr.detach()`) and keep the learnable one outside it",
+)
+HYPERPARAMETER = _cause(
+    "tensor-hyperparameter", "a tensor hyper-parameter ({name!r}) with a graph, in the optimizer's param_groups",
+    "give the optimizer a detached value (`group[{name!r}] = value.detach()`) and keep the learnable one outside it",
 )
 OPTIMIZER = _cause(
     "optimizer-state", "optimizer state holds a non-leaf tensor",
     "update optimizer state under `torch.no_grad()` (as `optimizer.step()` does)",
+)
+OPTIMIZER_PARAM = _cause(
+    "optimizer-param", "a non-leaf tensor among the optimizer's params (an optimizer updates leaves)",
+    "give the optimizer the leaf tensors it should update (the module's parameters, or `nn.Parameter(t.detach())`)",
+)
+KEPT_ON = _cause(
+    "logged-output", "a step's output (a loss or metric) kept with its graph on the {holder}: torch keeps no such tensor there",
+    "keep `loss.detach()` (or `loss.item()`) there instead",
+)
+LOOKS_KEPT_ON = _cause(
+    "logged-output", "looks like a step's output (a loss or metric) kept with its graph on a {holder} (by its class name)",
+    "keep `loss.detach()` (or `loss.item()`) in the {holder}'s state instead",
 )
 DATASET = _cause(
     "dataset", "dataset holds a non-leaf tensor",
@@ -98,11 +119,12 @@ TENSOR_ATTRIBUTE = _cause(
     "store `value.detach()` on the tensor instead",
 )
 LOGGED = _cause(
-    "logged-output", "logged metric or step output still attached to the graph",
+    "logged-output", "looks like a logged metric or step output (by the name {name!r}), still attached to the graph",
     "log `loss.detach()` (or `loss.item()`); keep only detached outputs in history/state that gets copied",
 )
 KV_CACHE = _cause(
-    "kv-cache", "a KV-cache or model kwargs still attached to the graph, deep-copied with the generation state",
+    "kv-cache",
+    "looks like a KV-cache or model kwargs (by the name {name!r}), still attached to the graph, deep-copied with the generation state",
     "generate under `torch.no_grad()` / `torch.inference_mode()`, or detach the cache tensors before copying",
 )
 OBJECT_ATTRIBUTE = _cause(
@@ -121,6 +143,8 @@ _HOOK_STORES = re.compile(r"_(forward|backward)(_pre)?_hooks(_with_kwargs)?$|_st
 _LOGGED_NAME = re.compile(
     r"(^|_)(loss(es)?|metrics?|logs?|logged|outputs?|outs|history|results?|preds?|predictions?)($|_)", re.IGNORECASE
 )
+_KEEPER_NAME = re.compile(r"Callback|Trainer|Logger|Monitor|Tracker|Meter|Recorder")
+_LR_SETTINGS = ("lr", "initial_lr", "max_lr", "min_lr")
 _KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_past", re.IGNORECASE)
 _CONTAINERS = (dict, list, tuple, set, frozenset, ReducedParts)
 
@@ -150,21 +174,48 @@ def diagnose(nodes: list[Node], index: int) -> Cause:
     owner_index = _owner(nodes, parent)
     owner = nodes[owner_index][0] if owner_index >= 0 else None
     names = _names_between(nodes, owner_index, index)
-    if isinstance(owner, (Optimizer, LRScheduler)):
-        if isinstance(owner, LRScheduler) or (names and "params" not in names and "state" not in names):
-            return LEARNED_LR
-        return OPTIMIZER
+    if isinstance(owner, Optimizer):
+        return _optimizer_cause(names)
+    if isinstance(owner, LRScheduler):
+        return LEARNED_LR if names and "lr" in names[-1] else _naming(KEPT_ON, holder="LR scheduler")
     if isinstance(owner, Dataset):
         return DATASET
     if isinstance(owner, torch.Tensor):
         return TENSOR_ATTRIBUTE
-    if any(_KV_NAME.search(name) for name in names):
-        return KV_CACHE
+    kv_name = next((name for name in names if _KV_NAME.search(name)), None)
+    if kv_name:
+        return _naming(KV_CACHE, name=kv_name)
     if isinstance(owner, nn.Module):
         return MODULE_CONTAINER
-    if any(_LOGGED_NAME.search(name) for name in names):
-        return LOGGED
+    keeper = _keeper_kind(owner)
+    if keeper:
+        return _naming(LOOKS_KEPT_ON, holder=keeper)
+    logged_name = next((name for name in names if _LOGGED_NAME.search(name)), None)
+    if logged_name:
+        return _naming(LOGGED, name=logged_name)
     return CONTAINED if owner is None else OBJECT_ATTRIBUTE
+
+
+def _optimizer_cause(names: list[str]) -> Cause:
+    """By where the tensor sits in the optimizer (``names``: from the tensor up to the optimizer)."""
+    store = names[-1] if names else ""
+    if store == "state":
+        return OPTIMIZER
+    if store not in ("param_groups", "defaults"):
+        return _naming(KEPT_ON, holder="optimizer")
+    if "params" in names:
+        return OPTIMIZER_PARAM
+    setting = names[-2] if len(names) > 1 else ""
+    return LEARNED_LR if setting in _LR_SETTINGS else _naming(HYPERPARAMETER, name=setting)
+
+
+def _keeper_kind(owner: Any) -> str | None:
+    """"trainer", "callback", ... when the owner's class (or a base) is named like one."""
+    for klass in type(owner).__mro__:
+        match = _KEEPER_NAME.search(klass.__name__)
+        if match:
+            return match.group(0).lower()
+    return None
 
 
 def _owner(nodes: list[Node], index: int) -> int:

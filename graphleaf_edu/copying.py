@@ -17,12 +17,27 @@ import torch
 
 from graphleaf_edu.diagnose import Scan, scan
 from graphleaf_edu.errors import GRAPH_LEAVES
-from graphleaf_edu.findings import Findings
+from graphleaf_edu.findings import Findings, OpaqueObject
 from graphleaf_edu.paths import expression
+from graphleaf_edu.stored_values import slot_children, tensor_attributes
 
 T = TypeVar("T")
 
 _LISTED_PATHS = 20
+
+# What safe_deepcopy says (issue 28 moves these to message catalogs).
+BAD_WARN = "safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}"
+DETACHED = "safe_deepcopy detached {count} non-leaf {noun} (their copies have no grad_fn): {listed}"
+MORE_PATHS = ", ... ({more} more in the warning's .paths)"
+HIDDEN_NONLEAF = (
+    "copy.deepcopy met a non-leaf tensor that find_nonleaf cannot reach; it hides inside an "
+    "object that copies itself: {hidden}. Detach it where it is stored"
+)
+NOWHERE_NAMED = "nowhere the walk could name"
+CANNOT_COPY = (
+    "safe_deepcopy cannot copy this: detaching tensors does not help where copy.deepcopy itself fails: "
+    "{where}. Leave it out of what you copy, or give its class a __deepcopy__ or __reduce__ that skips it"
+)
 
 
 class DetachedTensorsWarning(UserWarning):
@@ -76,65 +91,69 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
         True
     """
     if not isinstance(warn, bool):
-        raise TypeError(f"safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")
+        raise TypeError(BAD_WARN.format(warn=warn))
     scanned = scan(obj)
     findings = scanned.findings
+    if findings.uncopyable:
+        raise _cannot_copy(findings.uncopyable) from findings.uncopyable[0].error
     try:
         duplicate = copy.deepcopy(obj, _detached_memo(scanned))
     except RuntimeError as error:
         if GRAPH_LEAVES not in str(error):
             raise
-        hidden = "; ".join(o.line() for o in findings.opaque) or "nowhere the walk could name"
-        raise RuntimeError(
-            "copy.deepcopy met a non-leaf tensor that find_nonleaf cannot reach; it hides inside an "
-            f"object that copies itself: {hidden}. Detach it where it is stored"
-        ) from error
+        hidden = "; ".join(o.line() for o in findings.opaque) or NOWHERE_NAMED
+        raise RuntimeError(HIDDEN_NONLEAF.format(hidden=hidden)) from error
     if warn and findings:
         warnings.warn(_detached_warning(findings), stacklevel=2)
     return duplicate
 
 
 def _detached_memo(scanned: Scan) -> dict[int, Any]:
-    """A memo for ``copy.deepcopy`` holding detached copies of the found non-leaf tensors (and of
-    the leaves that hold one as ``.grad``)."""
+    """A memo for ``copy.deepcopy`` in which each found non-leaf tensor is already copied, detached,
+    and so is each leaf whose ``.grad`` is one (``Tensor.__deepcopy__`` would copy that ``.grad``
+    by its own ``__deepcopy__``, not through the memo). All twins go in first, then what they hold
+    (``.grad``, slots, attributes) is copied through the same memo, so aliases among them are kept."""
     memo: dict[int, Any] = {}
     keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
+    twins = []
     for finding in scanned.findings:
         tensor = finding.tensor
-        memo[id(tensor)] = tensor.detach().clone()  # a view's clone holds only its own elements
-        keep_alive.append(tensor)
-    for finding in scanned.findings:  # their attributes and .grad, through the same memo (aliases kept)
-        _copy_tensor_extras(finding.tensor, memo[id(finding.tensor)], memo)
+        twins.append((tensor, tensor.detach().clone()))  # a view's clone holds only its own elements
     for leaf in scanned.walk.leaves_with_nonleaf_grad:
-        memo[id(leaf)] = _copy_leaf(leaf, memo)
-        keep_alive.append(leaf)
+        twins.append((leaf, copy.deepcopy(leaf.detach(), memo).requires_grad_(leaf.requires_grad)))
+    for tensor, twin in twins:
+        memo[id(tensor)] = twin
+        keep_alive.append(tensor)
+    for tensor, twin in twins:
+        _copy_held(tensor, twin, memo)
     return memo
 
 
-def _copy_tensor_extras(tensor: torch.Tensor, duplicate: torch.Tensor, memo: dict[int, Any]) -> None:
-    # What Tensor.__deepcopy__ would also have copied: .grad (of a retain_grad() tensor) and __dict__.
-    if tensor.retains_grad and tensor.grad is not None:
-        duplicate.grad = copy.deepcopy(tensor.grad, memo)
-    if tensor.__dict__:
-        duplicate.__dict__.update(copy.deepcopy(tensor.__dict__, memo))
+def _copy_held(tensor: torch.Tensor, twin: torch.Tensor, memo: dict[int, Any]) -> None:
+    """What ``Tensor.__deepcopy__`` copies besides the data: ``.grad``, slots, ``__dict__``."""
+    if tensor.is_leaf or tensor.retains_grad:
+        twin.grad = copy.deepcopy(tensor.grad, memo)
+    for _, name, value in slot_children(tensor):
+        setattr(twin, name, copy.deepcopy(value, memo))
+    state = tensor_attributes(tensor)
+    if state:
+        twin.__dict__ = copy.deepcopy(state, memo)
 
 
-def _copy_leaf(leaf: torch.Tensor, memo: dict[int, Any]) -> torch.Tensor:
-    # What Tensor.__deepcopy__ does, except that .grad goes through the memo (where its
-    # detached copy already is) instead of its own __deepcopy__, which would raise.
-    duplicate = copy.deepcopy(leaf.detach(), memo).requires_grad_(leaf.requires_grad)
-    duplicate.grad = copy.deepcopy(leaf.grad, memo)
-    duplicate.__dict__.update(copy.deepcopy(leaf.__dict__, memo))
-    return duplicate
+def _cannot_copy(uncopyable: tuple[OpaqueObject, ...]) -> Exception:
+    """The error for what deepcopy cannot copy at all, naming each path: of the type deepcopy
+    raises where that is a built-in error (a TypeError, mostly), else a TypeError."""
+    message = CANNOT_COPY.format(where="; ".join(o.line() for o in uncopyable))
+    raised = uncopyable[0].error
+    if raised is not None and type(raised).__module__ == "builtins":
+        return type(raised)(message)
+    return TypeError(message)
 
 
 def _detached_warning(findings: Findings) -> DetachedTensorsWarning:
     paths = tuple(finding.path for finding in findings)
     listed = ", ".join(expression(path) for path in paths[:_LISTED_PATHS])
     if len(paths) > _LISTED_PATHS:
-        listed += f", ... ({len(paths) - _LISTED_PATHS} more in the warning's .paths)"
+        listed += MORE_PATHS.format(more=len(paths) - _LISTED_PATHS)
     noun = "tensor" if len(paths) == 1 else "tensors"
-    return DetachedTensorsWarning(
-        f"safe_deepcopy detached {len(paths)} non-leaf {noun} (their copies have no grad_fn): {listed}",
-        paths,
-    )
+    return DetachedTensorsWarning(DETACHED.format(count=len(paths), noun=noun, listed=listed), paths)

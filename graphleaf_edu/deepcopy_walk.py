@@ -33,6 +33,7 @@ from graphleaf_edu.deepcopy_reducers import (
     reduce_plan,
     reduced_parts_plan,
 )
+from graphleaf_edu.errors import GRAPH_LEAVES
 from graphleaf_edu.stored_values import (
     ATTR,
     BUFFER,
@@ -54,6 +55,7 @@ from graphleaf_edu.stored_values import (
     instance_dict,
     sequence_children,
     slot_children,
+    tensor_attributes,
 )
 
 # Classes that copy.deepcopy returns as they are (through their own __deepcopy__ or __reduce__).
@@ -74,6 +76,7 @@ class Walk:
     nodes: list[Node] = field(default_factory=list)
     nonleaf: list[int] = field(default_factory=list)  # node indices of the culprits
     opaque: list[tuple[int, str]] = field(default_factory=list)  # node index, why it was not looked inside
+    uncopyable: list[tuple[int, Exception]] = field(default_factory=list)  # node index, what deepcopy raises there
     # Leaves whose .grad is a non-leaf: Tensor.__deepcopy__ copies .grad by calling its
     # __deepcopy__ directly (not through the memo), so copying needs them too.
     leaves_with_nonleaf_grad: list[torch.Tensor] = field(default_factory=list)
@@ -97,13 +100,8 @@ def walk(root: Any) -> Walk:
             continue
         obj = nodes[index][0]
         plan = plan_of(obj)
-        if isinstance(obj, torch.Tensor) and plan is not _data_only_plan:
-            if not obj.is_leaf:
-                result.nonleaf.append(index)
-                index += 1
-                continue
-            if plan is _tensor_plan and obj.grad is not None and not obj.grad.is_leaf:
-                result.leaves_with_nonleaf_grad.append(obj)
+        if plan in _TENSOR_PLANS:
+            plan = _tensor_verdict(obj, plan, index, result)
         try:
             children = plan(obj, result.keep_alive)
             for kind, key, child in children:
@@ -117,9 +115,39 @@ def walk(root: Any) -> Walk:
         except Opaque as reason:
             result.opaque.append((index, str(reason)))
         except Exception as error:  # noqa: BLE001 - deepcopy raises the same error here
-            result.opaque.append((index, f"copy.deepcopy fails here: {type(error).__name__}: {error}"))
+            result.uncopyable.append((index, error))
         index += 1
     return result
+
+
+def _tensor_verdict(t: torch.Tensor, plan: Plan, index: int, result: Walk) -> Plan:
+    """Record what ``Tensor.__deepcopy__`` makes of ``t``; the plan that lists what to walk in it.
+
+    A non-leaf is a culprit, and its ``.grad``, slots and attributes are walked too:
+    ``safe_deepcopy`` copies them onto its detached copy. A subclass whose ``__torch_function__``
+    may implement ``Tensor.__deepcopy__`` is copied once to tell (a non-leaf only: for a
+    non-leaf, the default implementation refuses before it copies anything)."""
+    if t.is_leaf:
+        if plan is _tensor_plan and t.grad is not None and not t.grad.is_leaf:
+            result.leaves_with_nonleaf_grad.append(t)
+        return _tensor_plan
+    if plan is _torch_function_plan:
+        refusal = _probe_deepcopy(t)
+        if refusal is None:
+            return _atomic_plan  # its __torch_function__ copied it, all it holds included
+        if GRAPH_LEAVES not in str(refusal):
+            result.uncopyable.append((index, refusal))
+            return _atomic_plan
+    result.nonleaf.append(index)
+    return _tensor_plan
+
+
+def _probe_deepcopy(t: torch.Tensor) -> Exception | None:
+    try:
+        copy.deepcopy(t, {})
+    except Exception as error:  # noqa: BLE001 - what deepcopy raises is the verdict
+        return error
+    return None
 
 
 class Opaque(Exception):
@@ -134,8 +162,13 @@ def _skippable(child: Any) -> bool:
 
 
 def plan_of(obj: Any) -> Plan:
+    """How copy.deepcopy treats ``obj``: by its class, unless the instance itself holds a
+    ``__deepcopy__`` (deepcopy looks it up with ``getattr``, so the instance's comes first)."""
     cls: type = type(obj)
-    return plan_of_class(cls)
+    plan = plan_of_class(cls)
+    if plan not in _DISPATCHED and "__deepcopy__" in instance_dict(obj):
+        return _instance_deepcopy_plan
+    return plan
 
 
 @functools.lru_cache(maxsize=2048)
@@ -197,7 +230,7 @@ def _custom_newargs(cls: type) -> bool:
 
 def _deepcopy_plan(cls: type, own_deepcopy: Any) -> Plan:
     if own_deepcopy is torch.Tensor.__deepcopy__:
-        return _tensor_plan
+        return _torch_function_plan if _own_torch_function(cls) else _tensor_plan
     if issubclass(cls, torch.Tensor) and own_deepcopy in _DATA_ONLY_DEEPCOPIES:
         return _data_only_plan
     if own_deepcopy is enum.Enum.__dict__.get("__deepcopy__"):
@@ -211,6 +244,14 @@ def _deepcopy_plan(cls: type, own_deepcopy: Any) -> Plan:
     if cls.__module__ == "numpy" and issubclass(cls, (int, float, complex, bool, str, bytes)):
         return _atomic_plan  # numpy scalars
     return _opaque_plan
+
+
+def _own_torch_function(cls: type) -> bool:
+    """A ``__torch_function__`` that may handle ``Tensor.__deepcopy__`` itself (the default one,
+    the disabled one and the nested tensor's hand it on to the default ``__deepcopy__``)."""
+    handler = class_lookup(cls, "__torch_function__")
+    return handler not in _HANDS_DEEPCOPY_ON and _qualified_name(getattr(handler, "__func__", handler)) != (
+        "torch.nested._internal.nested_tensor", "NestedTensor.__torch_function__")
 
 
 def _qualified_name(function: Any) -> tuple[str | None, str | None]:
@@ -242,6 +283,10 @@ def _opaque_plan(obj: Any, keep_alive: list[Any]) -> Children:
     raise Opaque("copies itself (its own __deepcopy__): cannot look inside")
 
 
+def _instance_deepcopy_plan(obj: Any, keep_alive: list[Any]) -> Children:
+    raise Opaque("copies itself (a __deepcopy__ set on the object itself): cannot look inside")
+
+
 def _numpy_plan(array: Any, keep_alive: list[Any]) -> Children:
     # Only an object array can hold Python objects; ndarray.__deepcopy__ copies those.
     return _opaque_plan(array, keep_alive) if array.dtype.hasobject else iter(())
@@ -252,11 +297,19 @@ def _data_only_plan(obj: Any, keep_alive: list[Any]) -> Children:
 
 
 def _tensor_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
-    grad = t.grad
-    if grad is None and type(t) is torch.Tensor and not instance_dict(t):
+    """What ``Tensor.__deepcopy__`` copies besides the data: ``.grad``, slots, ``__dict__``."""
+    grad = t.grad if t.is_leaf or t.retains_grad else None  # a non-leaf's .grad warns unless retained
+    state = tensor_attributes(t)
+    if grad is None and type(t) is torch.Tensor and not state:
         return iter(())  # the common case, kept cheap
     grad_child = [] if grad is None else [(GRAD, None, grad)]
-    return chain(grad_child, slot_children(t), attribute_children(t))
+    return chain(grad_child, slot_children(t), ((ATTR, name, value) for name, value in dict.items(state)))
+
+
+def _torch_function_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
+    """A subclass whose ``__torch_function__`` may copy it its own way (``_tensor_verdict`` probes
+    a non-leaf); a leaf's parts are walked as the default ``__deepcopy__`` copies them."""
+    return _tensor_plan(t, keep_alive)
 
 
 def _sequence_plan(items: list[Any] | tuple[Any, ...], keep_alive: list[Any]) -> Children:
@@ -335,4 +388,7 @@ def _state_entries(obj: Any, state: dict[str, Any], stored: dict[str, Any]) -> C
 
 
 _DISPATCH_PLANS: dict[type, Plan] = {list: _sequence_plan, tuple: _sequence_plan, dict: _dict_plan, types.MethodType: _method_plan}
+_DISPATCHED = frozenset({_atomic_plan, reduced_parts_plan, *_DISPATCH_PLANS.values()})  # chosen before getattr
+_TENSOR_PLANS = frozenset({_tensor_plan, _torch_function_plan})
+_HANDS_DEEPCOPY_ON = [torch.Tensor.__dict__["__torch_function__"], torch._C._disabled_torch_function_impl]
 _EMPTY_SKIPPABLE = frozenset({dict, list, tuple, set, frozenset, collections.OrderedDict})

@@ -130,17 +130,17 @@ def deepcopy_blocker(t: torch.Tensor) -> str | None:
         True
     """
     _require_tensor(t, "deepcopy_blocker")
-    if not t.is_leaf:
-        return f"non-leaf (grad_fn={_grad_fn_name(t)})"
+    findings = scan(t).findings
+    if findings and not findings[0].path:
+        return _blocker(findings[0])  # the tensor itself
     plan = dw.plan_of(t)
     if plan is dw.plan_of_class(torch.nn.Parameter):
         return None  # nn.Parameter (and its subclasses) copy their data only
     if plan is not dw.plan_of_class(torch.Tensor):
-        return _subclass_blocker(t, walkable=False)  # its own __deepcopy__: only a probe copy can tell
+        return _subclass_blocker(t, walkable=False)  # it copies itself: only a probe copy can tell
     unsupported = _unsupported_by_torch(t)
     if unsupported:
         return unsupported
-    findings = scan(t).findings
     return _blocker(findings[0]) if findings else None
 
 
@@ -294,8 +294,11 @@ def scan(obj: Any) -> Scan:
         tensor = nodes[index][0]
         grad_fn = _grad_fn_name(tensor) or "None"  # culprits are non-leaf: they have a grad_fn
         found.append(Finding(render_path(nodes, index), tensor, grad_fn, cause.cause, cause.fix, cause.kind))
-    opaque = [
-        OpaqueObject(render_path(nodes, index), type(nodes[index][0]).__qualname__, reason)
-        for index, reason in walked.opaque
-    ]
-    return Scan(walked, Findings(found, subject=type(obj).__name__, opaque=opaque))
+    opaque = sorted(
+        [(index, OpaqueObject(render_path(nodes, index), type(nodes[index][0]).__qualname__, reason))
+         for index, reason in walked.opaque]
+        + [(index, OpaqueObject.uncopyable(render_path(nodes, index), type(nodes[index][0]).__qualname__, error))
+           for index, error in walked.uncopyable],
+        key=lambda entry: entry[0],
+    )
+    return Scan(walked, Findings(found, subject=type(obj).__name__, opaque=[o for _, o in opaque]))

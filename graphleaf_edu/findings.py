@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -17,6 +17,29 @@ from graphleaf_edu.errors import COWARDLY
 from graphleaf_edu.paths import expression
 
 _ERROR_KINDS = ("deepcopy", "multiprocessing")
+
+# What a report says (issue 28 moves these to message catalogs).
+DEEPCOPY_FAILS = "copy.deepcopy(root) fails for this {subject}: {count}."
+MULTIPROCESSING_REFUSES = "torch.multiprocessing refuses to send this {subject} to another process: {count}."
+SAFE_DEEPCOPY_COPIES = "graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached."
+SAFE_DEEPCOPY_SENDS = "Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send."
+SAFE_DEEPCOPY_CANNOT = (
+    "graphleaf_edu.safe_deepcopy(root) cannot copy it either: leave out what cannot be copied (or give "
+    "its class a __deepcopy__ or __reduce__ that skips it), then detach the tensors."
+)
+NOTHING_TO_FIX = "Nothing to fix: no non-leaf tensor is reachable from this {subject}, so {action}."
+CAN_SEND = "torch.multiprocessing can send it"
+WILL_NOT_RAISE = "copy.deepcopy(root) will not raise the graph-leaves error"
+NOTHING_SEEN = (
+    "No non-leaf tensor found in what the walk could see of this {subject}; but it could not "
+    "look inside these objects, so a non-leaf tensor may hide there:"
+)
+NO_NONLEAF_BUT_UNCOPYABLE = (
+    "No non-leaf tensor is reachable from this {subject}, but copy.deepcopy(root) fails for another reason:"
+)
+NOT_LOOKED_INSIDE = "Not looked inside (a non-leaf tensor there would not be listed above):"
+CANNOT_BE_COPIED = "Cannot be copied (copy.deepcopy raises there, whatever is detached):"
+DEEPCOPY_RAISES_HERE = "copy.deepcopy fails here: {error_type}: {error}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,11 +90,25 @@ class Finding:
 
 @dataclass(frozen=True)
 class OpaqueObject:
-    """An object on deepcopy's way that the walk could not look inside, and why."""
+    """An object on deepcopy's way that the walk could not look inside, and why.
+
+    ``error`` is what ``copy.deepcopy`` raises there when it cannot copy the object at all (a
+    generator, a lock): then nothing makes the copy work but leaving the object out.
+    """
 
     path: str
     type_name: str
     reason: str
+    error: Exception | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def uncopyable(cls, path: str, type_name: str, error: Exception) -> OpaqueObject:
+        reason = DEEPCOPY_RAISES_HERE.format(error_type=type(error).__name__, error=error)
+        return cls(path, type_name, reason, error)
+
+    @property
+    def blocks_copy(self) -> bool:
+        return self.error is not None
 
     def line(self) -> str:
         return f"{expression(self.path)} ({self.type_name}) {self.reason}"
@@ -114,10 +151,8 @@ class Findings(list[Finding]):
         if not self:
             return self._nothing_found(kind)
         count = f"{len(self)} non-leaf tensor" + ("s" if len(self) > 1 else "")
-        if kind == "multiprocessing":
-            lines = [f"torch.multiprocessing refuses to send this {self.subject} to another process: {count}.", ""]
-        else:
-            lines = [f"copy.deepcopy(root) fails for this {self.subject}: {count}.", ""]
+        header = MULTIPROCESSING_REFUSES if kind == "multiprocessing" else DEEPCOPY_FAILS
+        lines = [header.format(subject=self.subject, count=count), ""]
         for number, finding in enumerate(self, 1):
             tensor = finding.tensor
             lines += [
@@ -126,30 +161,33 @@ class Findings(list[Finding]):
                 f"   fix:   {finding.fix}",
             ]
         lines += self._opaque_lines()
-        if kind == "multiprocessing":
-            lines += ["", "Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send."]
+        if self.uncopyable:
+            closing = SAFE_DEEPCOPY_CANNOT
         else:
-            lines += ["", "graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached."]
-        return "\n".join(lines)
+            closing = SAFE_DEEPCOPY_SENDS if kind == "multiprocessing" else SAFE_DEEPCOPY_COPIES
+        return "\n".join([*lines, "", closing])
+
+    @property
+    def uncopyable(self) -> tuple[OpaqueObject, ...]:
+        """The objects ``copy.deepcopy`` cannot copy at all (``safe_deepcopy`` neither)."""
+        return tuple(o for o in self.opaque if o.blocks_copy)
 
     def _nothing_found(self, kind: str) -> str:
-        action = "torch.multiprocessing can send it" if kind == "multiprocessing" else (
-            "copy.deepcopy(root) will not raise the graph-leaves error"
-        )
+        if self.uncopyable:
+            return "\n".join([NO_NONLEAF_BUT_UNCOPYABLE.format(subject=self.subject), *self._opaque_lines()[1:]])
         if not self.opaque:
-            return f"Nothing to fix: no non-leaf tensor is reachable from this {self.subject}, so {action}."
-        return "\n".join([
-            (f"No non-leaf tensor found in what the walk could see of this {self.subject}; but it could not "
-             "look inside these objects, so a non-leaf tensor may hide there:"),
-            *self._opaque_lines()[1:],
-        ])
+            action = CAN_SEND if kind == "multiprocessing" else WILL_NOT_RAISE
+            return NOTHING_TO_FIX.format(subject=self.subject, action=action)
+        return "\n".join([NOTHING_SEEN.format(subject=self.subject), *self._opaque_lines()[1:]])
 
     def _opaque_lines(self) -> list[str]:
-        if not self.opaque:
-            return []
-        return ["", "Not looked inside (a non-leaf tensor there would not be listed above):"] + [
-            f"- {o.line()}" for o in self.opaque
-        ]
+        """A blank line, then each section: what cannot be copied, what was not looked inside."""
+        lines = []
+        for title, objects in ((CANNOT_BE_COPIED, self.uncopyable),
+                               (NOT_LOOKED_INSIDE, tuple(o for o in self.opaque if not o.blocks_copy))):
+            if objects:
+                lines += ["", title, *(f"- {o.line()}" for o in objects)]
+        return lines
 
     def explain(self, error: str | BaseException = "deepcopy") -> None:
         """Print ``report(error)``."""

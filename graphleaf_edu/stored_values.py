@@ -41,6 +41,21 @@ def instance_dict(obj: Any) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+# What Tensor._clear_non_serializable_cached_data pops from a tensor's __dict__ before
+# Tensor.__deepcopy__ copies it (a wrapper subclass' cached sizes, PyCapsules no copy can make).
+_CLEARED_BEFORE_COPY = frozenset({
+    "_sym_sizes_capsule", "_sym_sizes_capsule_len", "_sym_strides_capsule", "_sym_strides_capsule_len",
+})
+
+
+def tensor_attributes(t: Any) -> dict[str, Any]:
+    """A tensor's ``__dict__`` as ``Tensor.__deepcopy__`` copies it: without the caches it clears first."""
+    state = instance_dict(t)
+    if _CLEARED_BEFORE_COPY.isdisjoint(state):
+        return state
+    return {name: value for name, value in state.items() if name not in _CLEARED_BEFORE_COPY}
+
+
 def chain(*parts: Iterable[tuple[str, Any, Any]]) -> Children:
     for part in parts:
         yield from part
