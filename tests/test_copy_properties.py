@@ -1,16 +1,19 @@
 """Property tests: random nests of containers, parametrized modules, objects with their own
-``__getstate__`` or ``copyreg`` reducer, deques and namespaces, around leaf and non-leaf tensors
-(with aliases), checked against the real ``copy.deepcopy``."""
+``__getstate__`` or ``copyreg`` reducer, deques and namespaces, tensor subclasses with slots,
+tensors (leaf or not) carrying attributes, objects with an instance-level ``__deepcopy__`` and
+generators, around leaf and non-leaf tensors (with aliases), checked against the real ``copy.deepcopy``."""
 from __future__ import annotations
 
 import collections
 import copy
 import copyreg
 import dataclasses
+import functools
 import types
 import warnings
 from collections import namedtuple
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -67,10 +70,37 @@ def parametrized(content):
     return layer
 
 
+class Slotted(torch.Tensor):
+    """A tensor subclass with a slot, which ``copy.deepcopy`` copies (``new_empty`` keeps the class)."""
+
+    __slots__ = ("tag",)
+
+    def new_empty(self, *args, **kwargs):
+        return super().new_empty(*args, **kwargs).as_subclass(type(self))
+
+
+def slotted(tensor: torch.Tensor, content) -> Slotted:
+    """``tensor`` as a ``Slotted`` (a non-leaf where ``tensor`` requires grad) holding ``content``."""
+    result = tensor.as_subclass(Slotted)
+    result.tag = content
+    return result
+
+
+def tagged(tensor: torch.Tensor, content) -> torch.Tensor:
+    """A new tensor computed from ``tensor`` (a non-leaf where it requires grad) carrying ``content``."""
+    result = tensor * 1
+    result.extra = content
+    return result
+
+
+def steps():
+    yield 1
+
+
 POOL_SIZE = len(tensor_pool())
 
 specs = st.recursive(
-    st.integers(0, POOL_SIZE - 1) | st.sampled_from(["text", 2.5, None]),
+    st.integers(0, POOL_SIZE - 1) | st.sampled_from(["text", 2.5, None]) | st.just("generator"),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
         st.lists(inner, max_size=3).map(lambda items: ("tuple", items)),
@@ -82,12 +112,16 @@ specs = st.recursive(
         inner.map(lambda content: ("namespace", content)),
         st.tuples(inner, inner).map(lambda pair: ("trimmed", pair)),
         st.tuples(inner, inner).map(lambda pair: ("registered", pair)),
+        st.tuples(st.integers(0, POOL_SIZE - 1), inner).map(lambda pair: ("slotted", pair)),
+        st.tuples(st.integers(0, POOL_SIZE - 1), inner).map(lambda pair: ("tagged", pair)),
     ),
     max_leaves=12,
 )
 
 
 def build(spec, pool):
+    if spec == "generator":
+        return steps()
     if isinstance(spec, int):
         return pool[spec]
     if isinstance(spec, list):
@@ -103,6 +137,9 @@ def build(spec, pool):
         if kind in ("trimmed", "registered"):
             kept, dropped = (build(item, pool) for item in body)
             return (Trimmed if kind == "trimmed" else Registered)(kept, dropped)
+        if kind in ("slotted", "tagged"):
+            index, inner = body
+            return (slotted if kind == "slotted" else tagged)(pool[index], build(inner, pool))
         content = build(body, pool)
         if kind == "module":
             return parametrized(content)
@@ -114,48 +151,56 @@ def build(spec, pool):
     return spec
 
 
-def tensors_of(obj) -> list[torch.Tensor]:
-    """Distinct tensors (and plain tensors' grads) in obj, in first-visit order (test oracle)."""
-    found, seen = [], set()
-    stack = [obj]
+def inside(value) -> list | None:
+    """What copy.deepcopy copies of a value of this file, by its protocol (None: an atom)."""
+    if isinstance(value, torch.Tensor):
+        held = [value.grad] if value.is_leaf and type(value) is torch.Tensor and value.grad is not None else []
+        slot = [value.tag] if isinstance(value, Slotted) and hasattr(value, "tag") else []
+        return held + slot + list(vars(value).values())
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple, collections.deque)):
+        return list(value)
+    if isinstance(value, (Trimmed, Registered)):
+        return [value.kept]  # what their protocol copies; .dropped is never reached
+    if isinstance(value, nn.Module):
+        return [value.held, *value.parameters()]
+    if isinstance(value, (Box, types.SimpleNamespace)):
+        return [value.content]
+    return None
+
+
+def reachable(obj) -> list:
+    """Every distinct object deepcopy reaches from obj, in first-visit order (the tests' oracle)."""
+    found, seen, stack = [], set(), [obj]
     while stack:
         value = stack.pop()
         if id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-            if value.is_leaf and value.grad is not None and type(value) is torch.Tensor:
-                stack.append(value.grad)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple, collections.deque)):
-            stack.extend(value)
-        elif isinstance(value, (Trimmed, Registered)):
-            stack.append(value.kept)  # what their protocol copies; .dropped is never reached
-        elif isinstance(value, nn.Module):
-            stack.extend([value.held, *value.parameters()])
-        elif isinstance(value, (Box, types.SimpleNamespace)):
-            stack.append(value.content)
+        found.append(value)
+        stack.extend(reversed(inside(value) or []))
     return found
+
+
+def tensors_of(obj) -> list[torch.Tensor]:
+    return [value for value in reachable(obj) if isinstance(value, torch.Tensor)]
+
+
+def generators_of(obj) -> list:
+    return [value for value in reachable(obj) if isinstance(value, types.GeneratorType)]
 
 
 def state(obj):
     """Everything that must not change in the original: structure, ids, grad_fns, values."""
     def shape_of(value):
-        if isinstance(value, torch.Tensor):
-            return ("tensor", id(value))
-        if isinstance(value, dict):
-            return ("dict", id(value), [(k, shape_of(v)) for k, v in value.items()])
-        if isinstance(value, (list, tuple)):
-            return (type(value).__name__, id(value), [shape_of(v) for v in value])
-        if isinstance(value, collections.deque):
-            return ("deque", id(value), [shape_of(v) for v in value])
         inner = inside(value)
-        if inner is not None:
-            return (type(value).__name__, id(value), [shape_of(v) for v in inner])
-        return ("atom", value)
+        if inner is None or id(value) in on_the_way:
+            return ("atom", id(value)) if isinstance(value, types.GeneratorType) else ("atom", value)
+        on_the_way.add(id(value))
+        return (type(value).__name__, id(value), [shape_of(v) for v in inner])
 
+    on_the_way: set[int] = set()
     tensors = [(id(t), t.grad_fn, t.grad if t.is_leaf else None, t.detach().clone()) for t in tensors_of(obj)]
     return shape_of(obj), tensors
 
@@ -168,40 +213,35 @@ def same_state(before, after) -> bool:
     )
 
 
-def pairs(original, duplicate):
+def pairs(original, duplicate, seen: set[int] | None = None):
     """(original tensor, its copy) for every tensor position, walking both in step."""
+    seen = set() if seen is None else seen
+    if id(original) in seen:
+        return
+    seen.add(id(original))
     if isinstance(original, torch.Tensor):
         yield original, duplicate
-        if original.is_leaf and original.grad is not None and type(original) is torch.Tensor:
-            yield original.grad, duplicate.grad
-    elif isinstance(original, dict):
-        for key in original:
-            yield from pairs(original[key], duplicate[key])
-    elif isinstance(original, (list, tuple, collections.deque)):
-        for a, b in zip(original, duplicate, strict=True):
-            yield from pairs(a, b)
-    elif isinstance(original, (Trimmed, Registered)):
-        yield from pairs(original.kept, duplicate.kept)
-    elif isinstance(original, nn.Module):
-        yield from pairs(original.held, duplicate.held)
-    elif isinstance(original, (Box, types.SimpleNamespace)):
-        yield from pairs(original.content, duplicate.content)
-
-
-def inside(value):
-    """The generated values an object of this file holds (None: not one of them)."""
-    if isinstance(value, (Box, types.SimpleNamespace)):
-        return [value.content]
-    if isinstance(value, (Trimmed, Registered)):
-        return [value.kept, value.dropped]
-    if isinstance(value, nn.Module):
-        return [value.held]
-    return None
+        assert type(duplicate) is type(original)
+        if isinstance(original, Slotted):
+            assert hasattr(duplicate, "tag") == hasattr(original, "tag")
+        assert sorted(vars(duplicate)) == sorted(vars(original))
+    inner, twin_inner = inside(original), inside(duplicate)
+    if inner is not None:
+        for a, b in zip(inner, twin_inner, strict=True):
+            yield from pairs(a, b, seen)
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
+
+
+def deepcopy_error(obj, memo=None) -> Exception | None:
+    try:
+        copy.deepcopy(obj, memo)
+    except Exception as error:  # noqa: BLE001 - the error is the verdict
+        return error
+    return None
 
 
 @PROPERTY_SETTINGS
@@ -213,14 +253,17 @@ def test_every_nonleaf_is_found_once_with_a_path_that_evaluates_to_it(spec):
     assert sorted(id(f.tensor) for f in findings) == sorted(expected)
     for finding in findings:
         assert resolve(obj, finding.path) is finding.tensor
-    assert findings.opaque == ()
-    try:
-        copy.deepcopy(obj)
-        deepcopy_fails = False
-    except RuntimeError as error:
-        assert GRAPH_LEAVES in str(error)
-        deepcopy_fails = True
-    assert deepcopy_fails == bool(findings)
+    generators = generators_of(obj)
+    assert sorted(id(resolve(obj, o.path)) for o in findings.uncopyable) == sorted(map(id, generators))
+    assert all(o.blocks_copy for o in findings.opaque)  # nothing here copies itself
+    error = deepcopy_error(obj)
+    assert (error is None) == (not findings and not generators)
+    if not generators:  # then a graph-leaves error exactly when a culprit is found
+        assert error is None or (isinstance(error, RuntimeError) and GRAPH_LEAVES in str(error))
+    # With each generator already in the memo (copied as None), deepcopy meets only the tensors:
+    error = deepcopy_error(obj, {id(g): None for g in generators})
+    assert bool(findings) == (isinstance(error, RuntimeError) and GRAPH_LEAVES in str(error))
+    assert error is None or GRAPH_LEAVES in str(error)
 
 
 @PROPERTY_SETTINGS
@@ -228,8 +271,15 @@ def test_every_nonleaf_is_found_once_with_a_path_that_evaluates_to_it(spec):
 def test_safe_deepcopy_detaches_shares_nothing_keeps_aliases_and_touches_nothing(spec):
     obj = build(spec, tensor_pool())
     before = state(obj)
+    generators = generators_of(obj)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DetachedTensorsWarning)
+        if generators:
+            with pytest.raises(TypeError, match="safe_deepcopy cannot copy this") as raised:
+                safe_deepcopy(obj)
+            assert "cannot pickle 'generator' object" in str(raised.value)
+            assert same_state(before, state(obj))
+            return
         duplicate = safe_deepcopy(obj)
     assert same_state(before, state(obj))
 
@@ -260,8 +310,25 @@ class CopiesItself:
         return duplicate
 
 
+class Holder:
+    """Copied by a ``__deepcopy__`` set on the instance, which ``copy.deepcopy`` finds with getattr."""
+
+    def __init__(self, content):
+        self.content = content
+        self.__deepcopy__ = functools.partial(_copy_holder, self)
+
+
+def _copy_holder(holder: Holder, memo):
+    duplicate = Holder.__new__(Holder)
+    memo[id(holder)] = duplicate
+    duplicate.content = copy.deepcopy(holder.content, memo)
+    return duplicate
+
+
+HIDING = {"class": CopiesItself, "instance": Holder}
 opaque_specs = st.lists(specs, min_size=1, max_size=3).flatmap(
-    lambda parts: st.tuples(st.just(parts), st.lists(st.booleans(), min_size=len(parts), max_size=len(parts)))
+    lambda parts: st.tuples(st.just(parts), st.lists(st.sampled_from([None, *HIDING]), min_size=len(parts),
+                                                     max_size=len(parts)))
 )
 
 
@@ -276,21 +343,30 @@ def raises_inside_deepcopy(tensor: torch.Tensor) -> bool:
 @PROPERTY_SETTINGS
 @given(opaque_specs)
 def test_safe_deepcopy_succeeds_exactly_when_every_culprit_is_reachable(spec):
-    parts, hidden_flags = spec
+    parts, hiding = spec
     pool = tensor_pool()
     built = [build(part, pool) for part in parts]
-    obj = [CopiesItself(value) if hidden else value for value, hidden in zip(built, hidden_flags, strict=True)]
+    obj = [HIDING[how](value) if how else value for value, how in zip(built, hiding, strict=True)]
     findings = find_nonleaf(obj)
-    assert [o.path for o in findings.opaque] == [f"[{i}]" for i, hidden in enumerate(hidden_flags) if hidden]
-    outside = {id(t) for value, hidden in zip(built, hidden_flags, strict=True) if not hidden for t in tensors_of(value)}
-    inside = [t for value, hidden in zip(built, hidden_flags, strict=True) if hidden for t in tensors_of(value)]
-    unreachable_culprit = any(raises_inside_deepcopy(t) and id(t) not in outside for t in inside)
+    assert [o.path for o in findings.opaque if not o.blocks_copy] == [f"[{i}]" for i, how in enumerate(hiding) if how]
+    shown = [value for value, how in zip(built, hiding, strict=True) if not how]
+    hidden = [value for value, how in zip(built, hiding, strict=True) if how]
+    outside = {id(t) for value in shown for t in tensors_of(value)}
+    unreachable_culprit = any(raises_inside_deepcopy(t) and id(t) not in outside
+                              for value in hidden for t in tensors_of(value))
+    shown_generator = any(generators_of(value) for value in shown)
+    hidden_generator = any(generators_of(value) for value in hidden)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DetachedTensorsWarning)
         try:
             safe_deepcopy(obj)
             failed = False
+        except TypeError as error:
+            assert shown_generator or hidden_generator
+            assert ("safe_deepcopy cannot copy this" in str(error)) == shown_generator
+            failed = True
         except RuntimeError as error:
             assert "cannot reach" in str(error) and "copies itself" in str(error)
+            assert not shown_generator and unreachable_culprit
             failed = True
-    assert failed == unreachable_culprit
+    assert failed == (unreachable_culprit or shown_generator or hidden_generator)
