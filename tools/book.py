@@ -40,9 +40,9 @@ GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course
                   "exercise": "Exercises"}
 # docs/ pages by reader; a page not named here (a new one) goes with the maintainers' pages.
 DOC_SECTIONS = {
-    "Using the suite": ["running", "windows", "api", "package-map"],
+    "Using the suite": ["running", "windows", "api", "package-map", "glossary"],
     "For instructors": ["instructors", "classroom"],
-    "For maintainers": ["contributing", "releasing", "moving-torch", "benchmarks", "gpu-run"],
+    "For maintainers": ["contributing", "releasing", "moving-torch", "translating", "benchmarks", "gpu-run"],
 }
 ERROR_INDEX_START, ERROR_INDEX_END = "<!-- error-index:start -->", "<!-- error-index:end -->"
 COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.MULTILINE)
