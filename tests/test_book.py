@@ -42,6 +42,14 @@ def test_code_under_a_collapsed_heading_is_hidden_until_the_next_heading_of_its_
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [["hide-cell"], ["hide-cell"], []]
 
 
+def test_a_cell_whose_source_jupyterlab_folds_shows_it_behind_a_toggle():
+    bootstrap, setup = answer("%pip install graphleaf-edu", None), answer("import torch", None)
+    bootstrap.metadata["jupyter"] = {"source_hidden": True}
+    notebook = new_notebook(cells=[bootstrap, setup])
+    book.fold_as_jupyterlab_does(notebook)
+    assert [tags(cell) for cell in notebook.cells] == [["hide-input"], []]
+
+
 def test_every_answer_folded_in_a_notebook_is_behind_a_toggle_in_the_book(tmp_path):
     entries = book.course()
     book.stage(tmp_path, entries)

@@ -11,7 +11,8 @@ links between notebooks and pages keep working and each launch button finds its 
 in the repository. Staging changes only the copies:
 - a cell that answers a Predict prompt (tools/predict_prompts.py's rule, by which the notebook stores
   it folded) gets MyST-NB's `hide-output` tag: the book shows its output behind a toggle;
-- code under a heading the notebook stores collapsed (a task's solution) is hidden whole;
+- code under a heading the notebook stores collapsed (a task's solution) is hidden whole, and code
+  whose source the notebook stores folded (the Colab bootstrap) shows its source behind a toggle;
 - the "Open in Colab" badge goes (every notebook page has launch buttons, and the badge is a remote
   picture); a link to a file that is not in the book points at it in the repository;
 - index.md: the README's opening and one table of contents per group; errors.md: the README's
@@ -49,7 +50,7 @@ COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", 
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 PICTURE = (".svg", ".png", ".jpg", ".jpeg", ".gif")
 HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
-HIDE_OUTPUT, HIDE_CELL = "hide-output", "hide-cell"
+HIDE_OUTPUT, HIDE_INPUT, HIDE_CELL = "hide-output", "hide-input", "hide-cell"
 
 
 def repository() -> str:
@@ -90,10 +91,14 @@ def add_tag(cell: nbformat.NotebookNode, tag: str) -> None:
 
 
 def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
-    """A Predict answer's outputs get `hide-output`; code under a collapsed heading gets `hide-cell`."""
+    """A Predict answer's outputs get `hide-output`; code under a collapsed heading gets `hide-cell`;
+    code JupyterLab opens with its source folded (the Colab bootstrap) gets `hide-input`."""
     for _, cell in predict_prompts.answer_cells(notebook):
         if cell.outputs:
             add_tag(cell, HIDE_OUTPUT)
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden") is True:
+            add_tag(cell, HIDE_INPUT)
     collapsed_at = None
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
