@@ -16,6 +16,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from graphleaf_edu.dataloading import LoaderOutcome
+from graphleaf_edu.i18n import say
 from graphleaf_edu.scenarios import NONE, SCENARIOS, Scenario, require_scenario
 from graphleaf_edu.tables import escape, html_table
 from graphleaf_edu.views import (
@@ -101,9 +102,9 @@ class ScenarioExplorer(_Explorer):
 
     def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | str | None = None):
         require_scenario(scenario)
-        self.scenario = widgets.Dropdown(options=[(s.title, s) for s in SCENARIOS.values()], value=scenario,
-                                         description="scenario", layout=widgets.Layout(width=_WIDE))
-        self.fix = widgets.Dropdown(options=_fix_options(scenario), value=scenario.fix(fix).key, description="fix",
+        self.scenario = widgets.Dropdown(options=[(say(s.title), s) for s in SCENARIOS.values()], value=scenario,
+                                         description=say("scenario"), layout=widgets.Layout(width=_WIDE))
+        self.fix = widgets.Dropdown(options=_fix_options(scenario), value=scenario.fix(fix).key, description=say("fix"),
                                     layout=widgets.Layout(width=_WIDE))
         self.deepcopy = widgets.Button(description="deepcopy", button_style="primary", icon="copy")
         self.code = _html("graphleaf-scenario-code")
@@ -140,7 +141,7 @@ class ScenarioExplorer(_Explorer):
         scenario = self.scenario.value
         if not self._live:
             self.code.value = _pre(scenario.code(self.fix.value))
-            self.result.value = "<i>Will copying work? Press <b>deepcopy</b> to run this code.</i>"
+            self.result.value = say("<i>Will copying work? Press <b>deepcopy</b> to run this code.</i>")
             return
         view = scenario_view(scenario, self.fix.value)
         self.code.value = _pre(view.code)
@@ -152,17 +153,18 @@ class ScenarioExplorer(_Explorer):
 
 
 def _fix_options(scenario: Scenario) -> list[tuple[str, str]]:
-    return [(f"{fix.key}: {fix.title}", fix.key) for fix in scenario.fixes]
+    return [(f"{fix.key}: {say(fix.title)}", fix.key) for fix in scenario.fixes]
 
 
 class LeafPlayground(_Explorer):
     """Type an expression over x, w, b (or pick one) and see describe() and the graph of the result."""
 
     def __init__(self, expression: str = "x * 2", task: Task | str | None = None):
-        self.examples = widgets.Dropdown(options=["(examples)", *PLAYGROUND_EXAMPLES], description="example")
-        self.expression = widgets.Text(value=expression, description="expression", continuous_update=False,
+        self.examples = widgets.Dropdown(options=[say("(examples)"), *PLAYGROUND_EXAMPLES],
+                                      description=say("example"))
+        self.expression = widgets.Text(value=expression, description=say("expression"), continuous_update=False,
                                        layout=widgets.Layout(width=_WIDE))
-        self.evaluate = widgets.Button(description="evaluate", button_style="primary")
+        self.evaluate = widgets.Button(description=say("evaluate"), button_style="primary")
         self.message = _html("graphleaf-playground-message")
         self.info = _html("graphleaf-playground-info")
         self.graph = _graph_image("graphleaf-playground-graph")
@@ -170,7 +172,8 @@ class LeafPlayground(_Explorer):
         self.expression.observe(lambda change: self._refresh(), "value")
         self.evaluate.on_click(lambda _button: self._refresh())
         names = ", ".join(name for name in playground_namespace())
-        intro = widgets.HTML(f"<i>Names you can use: <code>{names}</code> (fresh, seeded tensors each time).</i>")
+        intro = widgets.HTML(say("<i>Names you can use: <code>{names}</code> (fresh, seeded tensors each time).</i>",
+                                 names=names))
         super().__init__([intro, self.examples, widgets.HBox([self.expression, self.evaluate]),
                           self.message, self.info, self.graph], "graphleaf-leaf-playground", task)
         self._refresh()
@@ -195,16 +198,19 @@ class DataLoaderLab(_Explorer):
     def __init__(self, task: Task | str | None = None):
         methods = multiprocessing.get_all_start_methods()  # the platform's default first
         label = {"style": {"description_width": "initial"}}
-        self.start_method = widgets.Dropdown(options=methods, value=methods[0], description="start method", **label)
+        self.start_method = widgets.Dropdown(options=methods, value=methods[0], description=say("start method"),
+                                            **label)
         self.num_workers = widgets.Dropdown(options=[0, 1, 2], value=1, description="num_workers", **label)
         self.batch_size = widgets.Dropdown(options=[("4", 4), ("None", None)], value=4, description="batch_size",
                                            **label)
         self.deepcopy_in_getitem = widgets.Checkbox(value=True, description="deepcopy in __getitem__", **label)
-        self.detach_at_construction = widgets.Checkbox(value=False, description="detach at construction", **label)
-        self.run = widgets.Button(description="run DataLoader", button_style="primary")
-        self.clear = widgets.Button(description="clear history")
+        self.detach_at_construction = widgets.Checkbox(value=False, description=say("detach at construction"),
+                                                      **label)
+        self.run = widgets.Button(description=say("run DataLoader"), button_style="primary")
+        self.clear = widgets.Button(description=say("clear history"))
         self.status = _html("graphleaf-loader-status",
-                            f"<i>Each run waits at most {LOADER_TIMEOUT_S:g} s for a batch, so it never hangs.</i>")
+                            say("<i>Each run waits at most {seconds:g} s for a batch, so it never hangs.</i>",
+                                seconds=LOADER_TIMEOUT_S))
         self.table = _html("graphleaf-loader-table")
         self.view: LoaderView | None = None
         self.run.on_click(self._on_run)
@@ -221,7 +227,7 @@ class DataLoaderLab(_Explorer):
 
     def _on_run(self, _button: widgets.Button) -> None:
         self.run.disabled = True
-        self.status.value = "<b>running…</b> (worker processes are starting)"
+        self.status.value = say("<b>running…</b> (worker processes are starting)")
         try:
             self.view = loader_view(self.history, start_method=self.start_method.value,
                                     num_workers=self.num_workers.value,
@@ -231,9 +237,11 @@ class DataLoaderLab(_Explorer):
         finally:
             self.run.disabled = False
         outcome = self.view.outcome
-        details = (f"<details><summary>what the workers printed</summary>{_pre(outcome.worker_stderr)}</details>"
+        printed = say("what the workers printed")
+        details = (f"<details><summary>{printed}</summary>{_pre(outcome.worker_stderr)}</details>"
                    if outcome.worker_stderr else "")
-        self.status.value = f"{_pre('latest: ' + outcome.summary())}<small>{outcome.elapsed_s:.1f} s</small>{details}"
+        latest = say("latest: {summary}", summary=outcome.summary())
+        self.status.value = f"{_pre(latest)}<small>{outcome.elapsed_s:.1f} s</small>{details}"
         self.table.value = self.view.html_table()
         self._show_task(self.view)
 
@@ -251,8 +259,8 @@ class FixComparisonExplorer(_Explorer):
         if scenario not in models:
             raise ValueError(f"fix_comparison() compares models; choose one of {[s.key for s in models]}, "
                              f"not {scenario.key!r}")
-        self.model = widgets.Dropdown(options=[(s.title, s) for s in models], value=scenario,
-                                      description="model", layout=widgets.Layout(width=_WIDE))
+        self.model = widgets.Dropdown(options=[(say(s.title), s) for s in models], value=scenario,
+                                      description=say("model"), layout=widgets.Layout(width=_WIDE))
         self.table = _html("graphleaf-fix-table")
         self._measure = measure
         self.model.observe(lambda change: self._refresh(), "value")

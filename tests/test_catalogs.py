@@ -7,6 +7,7 @@ the words and nothing else; importing the package loads no catalog.
 from __future__ import annotations
 
 import ast
+import re
 import os
 import subprocess
 import sys
@@ -58,10 +59,16 @@ def test_the_problem_list_sees_a_missing_a_fuzzy_and_a_wrong_translation():
 
 
 def marked_calls() -> list[tuple[str, int, str, ast.expr]]:
-    """Every call of N_, say and say_n in the package: (file, line, function, first argument)."""
+    """Every call of N_, say and say_n in the package: (file, line, function, first argument); a literal
+    said inside an f-string is reported with the f-string as its argument (the extractor cannot see it)."""
     calls = []
     for path in sorted((ROOT / "graphleaf_edu").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for fstring in (node for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)):
+            calls += [(str(path.relative_to(ROOT)), node.lineno, node.func.id, fstring) for node in ast.walk(fstring)
+                      if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                      and node.func.id in catalogs.KEYWORDS and node.args and isinstance(node.args[0], ast.Constant)]
+        for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id in catalogs.KEYWORDS and node.args):
                 calls.append((str(path.relative_to(ROOT)), node.lineno, node.func.id, node.args[0]))
@@ -194,3 +201,53 @@ def test_a_dataloader_run_reads_the_same_in_both_languages_but_its_words():
     assert chinese.summary().startswith(english_summary + " （意思是：只有用户直接创建的张量")
     table = gl.outcome_table([chinese])
     assert table.startswith("启动方式") and "（主进程）" in table
+
+
+# What may stay English in Chinese text: code in backticks, a line quoting an error (PyTorch's words,
+# "RuntimeError: ..."), and words joined by dots, underscores, brackets or "=" (paths, calls, flags).
+CODE = re.compile(r"`[^`]*`|^.*\b\w*(?:Error|Exception|Warning): .*$|\S*[._()\[\]=/<>@*]\S*", re.MULTILINE)
+ENGLISH_RUN = re.compile(r"\b[A-Za-z]{2,}(?:[ ,;:-]+[A-Za-z]+){2,}\b")
+
+
+def english_left(text: str) -> list[str]:
+    """Runs of three or more English words left in ``text`` once code and quoted errors are set aside."""
+    return ENGLISH_RUN.findall(CODE.sub(" ", text))
+
+
+def test_the_english_check_finds_english_and_spares_code():
+    assert english_left("拷贝发生在 train.py:7  copy.deepcopy(model)：`t.detach()` is enough") == []
+    assert english_left("RuntimeError: Only Tensors created explicitly by the user\n原因：缓存的激活值") == []
+    assert english_left("原因：cached activation in a module attribute") == ["cached activation in a module attribute"]
+
+
+def views_in(lang: str) -> list[tuple[str, str, object]]:
+    """Every scenario x fix view, the fix comparisons and the playground, as (name, text, what must not change)."""
+    from graphleaf_edu import views
+
+    speak(lang)
+    found = []
+    for key, scenario in gl.SCENARIOS.items():
+        for fix in scenario.fix_keys():
+            view = views.scenario_view(scenario, fix)
+            found.append((f"{key}/{fix}", view.text(), (view.ok, view.error_line, view.graph and view.graph.source)))
+    for scenario in views.model_scenarios():
+        comparison = views.fix_comparison_view(scenario)
+        found.append((f"comparison/{scenario.key}", comparison.table(), (comparison.columns, comparison.rows)))
+    names = ", ".join(views.playground_namespace())  # code, as is Python's own NameError message
+    for expression in (*views.PLAYGROUND_EXAMPLES, "", "x +", "y = x", "undefined * 2", "x.shape"):
+        view = views.playground_view(expression)
+        text = view.text().replace(names, "").replace("name 'undefined' is not defined", "")
+        found.append((f"playground/{expression}", text, (view.ok, view.info)))
+    for name, task in views.TASKS.items():
+        found.append((f"task/{name}", task.status(None), name))
+    return found
+
+
+def test_the_views_say_everything_in_chinese_and_show_the_same_runs():
+    english = views_in("en")
+    chinese = views_in("zh-CN")
+    assert [(name, same) for name, _, same in chinese] == [(name, same) for name, _, same in english]
+    left = {name: english_left(text) for name, text, _ in chinese if english_left(text)}
+    assert left == {}
+    changed = sum(zh != en for (_, zh, _), (_, en, _) in zip(chinese, english, strict=True))
+    assert changed == len(english)

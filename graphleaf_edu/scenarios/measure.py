@@ -24,13 +24,14 @@ import torch
 from torch import nn
 
 from graphleaf_edu import deepcopy_walk as dw
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.paths import render_path, resolve
 from graphleaf_edu.scenarios.engine import Scenario
 
 __all__ = ["MOVED_OUT", "FixMeasurement", "measure_fix", "tensors_in"]
 
-MOVED_OUT = "moved out"  # keeps_graph when the culprit's path no longer leads to anything
-_UNCHANGED = "no"
+MOVED_OUT = N_("moved out")  # keeps_graph when the culprit's path no longer leads to anything
+_UNCHANGED = N_("no")
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,10 @@ class FixMeasurement:
 
     def columns(self) -> dict[str, Any]:
         """The fix comparison's columns (``"-"`` where there is no copy to compare)."""
-        return {"works": self.works, "shares memory": "-" if self.shares_memory is None else self.shares_memory,
-                "original changed": self.original_changed, "keeps graph": self.keeps_graph,
-                "rebuilds": self.rebuilds}
+        return {N_("works"): self.works,
+                N_("shares memory"): "-" if self.shares_memory is None else self.shares_memory,
+                N_("original changed"): self.original_changed, N_("keeps graph"): self.keeps_graph,
+                N_("rebuilds"): self.rebuilds}
 
 
 def measure_fix(scenario: Scenario, fix: str) -> FixMeasurement:
@@ -91,9 +93,9 @@ def _fingerprint(obj: Any) -> dict[str, tuple[bool, bool, list]]:
 
 
 def _what_changed(before: dict, after: dict) -> str:
-    changes = ["tensors removed/replaced"] if set(before) != set(after) else []
+    changes = [N_("tensors removed/replaced")] if set(before) != set(after) else []
     common = [(before[path], after[path]) for path in before.keys() & after.keys()]
-    for index, change in enumerate(["graph cut", "moved to shared memory", "values"]):
+    for index, change in enumerate([N_("graph cut"), N_("moved to shared memory"), N_("values")]):
         if any(old[index] != new[index] for old, new in common):
             changes.append(change)
     return ", ".join(changes) or _UNCHANGED

@@ -12,6 +12,7 @@ import torch
 
 from graphleaf_edu.diagnose import TensorInfo
 from graphleaf_edu.graphs import AutogradGraph, GraphvizNotFoundError
+from graphleaf_edu.i18n import N_, say
 
 __all__ = ["PICTURE_CACHE_SIZE", "Task", "clear_caches", "picture", "tensor_text"]
 
@@ -39,7 +40,7 @@ def picture_or_hint(graph: AutogradGraph | None) -> tuple[bytes | None, str]:
     try:
         return picture(graph), ""
     except GraphvizNotFoundError as missing:
-        return None, f"{missing}\n\nThe graph as text:\n{graph.outline()}"
+        return None, f"{missing}\n\n" + say("The graph as text:") + f"\n{graph.outline()}"
 
 
 def cached(clear: Callable[[], None]) -> None:
@@ -59,10 +60,25 @@ def keeping_random_state() -> contextlib.AbstractContextManager[None]:
 
 
 def tensor_text(info: TensorInfo) -> str:
-    kind = "leaf" if info.is_leaf else "non-leaf"
-    verdict = "deepcopy copies it" if info.deepcopy_ok else f"deepcopy refuses it: {info.deepcopy_blocker}"
-    return (f"{kind}, grad_fn={info.grad_fn}, requires_grad={info.requires_grad}, "
-            f"shape {list(info.shape)}; {verdict}")
+    fields = {"grad_fn": info.grad_fn, "requires_grad": info.requires_grad, "shape": list(info.shape)}
+    if info.is_leaf:
+        text = say("leaf, grad_fn={grad_fn}, requires_grad={requires_grad}, shape {shape}", **fields)
+    else:
+        text = say("non-leaf, grad_fn={grad_fn}, requires_grad={requires_grad}, shape {shape}", **fields)
+    if info.deepcopy_ok:
+        return text + say("; deepcopy copies it")
+    return text + say("; deepcopy refuses it: {blocker}", blocker=info.deepcopy_blocker)
+
+
+def translated_cell(value: object) -> object:
+    """A table cell in the user's language: a word the catalog knows (a fix's title or cost, a measured
+    "no"), each part of a comma list of them; anything else (numbers, code, errors) as it is."""
+    if not isinstance(value, str):
+        return value
+    whole = say(value)
+    if whole != value or ", " not in value:
+        return whole
+    return say(", ").join(say(part) for part in value.split(", "))
 
 
 def without_build_path(warning: str) -> str:
@@ -84,9 +100,9 @@ class Task:
 
     prompt: str
     done: Callable[[Any], bool]
-    solved: str = "Solved!"
+    solved: str = N_("Solved!")
 
     def status(self, view: Any) -> str:
-        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution."""
-        sign = f"\n✔ {self.solved}" if view is not None and self.done(view) else ""
-        return f"task: {self.prompt}{sign}"
+        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution (in the user's language)."""
+        sign = f"\n✔ {say(self.solved)}" if view is not None and self.done(view) else ""
+        return say("task: {prompt}", prompt=say(self.prompt)) + sign

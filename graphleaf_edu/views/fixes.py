@@ -6,9 +6,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from graphleaf_edu.i18n import N_, say
 from graphleaf_edu.scenarios import SCENARIOS, Scenario, measure_fix, require_scenario
 from graphleaf_edu.tables import escape, html_table, text_table
-from graphleaf_edu.views.common import cached, keeping_random_state
+from graphleaf_edu.views.common import cached, keeping_random_state, translated_cell
 
 __all__ = [
     "FixComparison", "Measure", "every_fix_table", "fix_comparison_view", "fix_measurements", "fix_summary",
@@ -23,8 +24,8 @@ def fix_summary(scenario: Scenario, fix: str) -> dict[str, Any]:
     """The fix comparison's default columns: the live outcome, and what the fix declares it costs."""
     declared = scenario.fix(fix)
     outcome = scenario.run(fix)
-    return {"how": declared.title, "works": outcome.ok, "original untouched": not declared.mutates_original,
-            "result": outcome.error_line or "ok", "cost": declared.cost}
+    return {N_("how"): declared.title, N_("works"): outcome.ok, N_("original untouched"): not declared.mutates_original,
+            N_("result"): outcome.error_line or "ok", N_("cost"): declared.cost}
 
 
 def fix_measurements(scenario: Scenario, fix: str) -> dict[str, Any]:
@@ -45,10 +46,15 @@ class FixComparison:
         return [row[index] for row in self.rows]
 
     def table(self) -> str:
-        return text_table(("fix", *self.columns), self.rows)
+        return text_table(*self._shown())
 
     def html(self) -> str:
-        return f"<b>{escape(self.scenario.title)}</b>{html_table(('fix', *self.columns), self.rows)}"
+        return f"<b>{escape(say(self.scenario.title))}</b>{html_table(*self._shown())}"
+
+    def _shown(self) -> tuple[list[str], list[list[object]]]:
+        """Headers and rows in the user's language (``columns`` and ``rows`` keep the English keys)."""
+        headers = [say("fix"), *(say(name) for name in self.columns)]
+        return headers, [[translated_cell(value) for value in row] for row in self.rows]
 
 
 def fix_comparison_view(scenario: Scenario, measure: Measure = fix_summary) -> FixComparison:
@@ -81,7 +87,8 @@ def every_fix_table(measure: Measure = fix_measurements) -> str:
     for comparison in comparisons:
         for index, row in enumerate(comparison.rows):
             rows.append((comparison.scenario.key if index == 0 else "", *row))
-    return text_table(("scenario", "fix", *comparisons[0].columns), rows)
+    headers = [say("scenario"), say("fix"), *(say(name) for name in comparisons[0].columns)]
+    return text_table(headers, [[translated_cell(value) for value in row] for row in rows])
 
 
 def fix_totals_table() -> str:
@@ -93,5 +100,6 @@ def fix_totals_table() -> str:
             counts = totals.setdefault(fix, [0, 0, 0, 0, 0])
             for index, counted in enumerate([True, works, changed != "no", keeps_graph is True, rebuilds]):
                 counts[index] += bool(counted)
-    headers = ("fix", "offered", "works", "changes original", "keeps graph", "rebuilds")
+    headers = [say(name) for name in (N_("fix"), N_("offered"), N_("works"), N_("changes original"),
+                                      N_("keeps graph"), N_("rebuilds"))]
     return text_table(headers, [(fix, *counts) for fix, counts in totals.items()])

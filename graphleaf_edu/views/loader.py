@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphleaf_edu.dataloading import LoaderOutcome, outcome_table, run_loader
+from graphleaf_edu.i18n import say
 from graphleaf_edu.views.common import keeping_random_state
 
 __all__ = ["LOADER_TIMEOUT_S", "LoaderView", "loader_view"]
@@ -25,7 +26,7 @@ class LoaderView:
         return outcome_table(list(self.history), html=True)
 
     def text(self) -> str:
-        return f"latest: {self.outcome.summary()}\n\n{self.table()}"
+        return say("latest: {summary}", summary=self.outcome.summary()) + f"\n\n{self.table()}"
 
 
 def loader_view(

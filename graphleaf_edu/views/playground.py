@@ -10,8 +10,9 @@ from typing import Any
 import torch
 
 from graphleaf_edu.diagnose import TensorInfo, describe
-from graphleaf_edu.errors import error_line, first_line
+from graphleaf_edu.errors import error_line, first_line, gloss
 from graphleaf_edu.graphs import AutogradGraph, draw
+from graphleaf_edu.i18n import say
 from graphleaf_edu.views.common import (
     keeping_random_state,
     picture_or_hint,
@@ -59,7 +60,7 @@ class PlaygroundView:
     def text(self) -> str:
         lines = [self.message]
         if self.info is not None:
-            lines.append("describe(): " + tensor_text(self.info))
+            lines.append(say("describe(): {description}", description=tensor_text(self.info)))
         if self.graph is not None:
             lines.append(repr(self.graph))
         return "\n".join(lines)
@@ -76,7 +77,8 @@ def playground_view(expression: str) -> PlaygroundView:
     namespace = playground_namespace()
     usable = ", ".join(name for name in namespace)
     if not text:
-        return _message(expression, f"Type an expression over {usable} (e.g. x * 2), or pick an example.")
+        return _message(expression, say("Type an expression over {names} (e.g. x * 2), or pick an example.",
+                                        names=usable))
     try:
         code = compile(text, "<playground>", "eval")
     except SyntaxError as error:
@@ -87,17 +89,25 @@ def playground_view(expression: str) -> PlaygroundView:
             with keeping_random_state():
                 result = eval(code, {"__builtins__": _SAFE_BUILTINS}, namespace)
         except NameError as error:
-            return _message(expression, f"{error}. Names you can use: {usable}.")
+            return _message(expression, say("{error}. Names you can use: {names}.", error=error, names=usable))
         except Exception as error:  # noqa: BLE001 (any mistake in the typed text becomes a message)
-            return _message(expression, f"{text} raised {error_line(error)}")
-    notes = "".join(f"\nwarning: {without_build_path(first_line(str(w.message)))}" for w in caught)
+            raised = say("{expression} raised {error}", expression=text, error=error_line(error))
+            return _message(expression, f"{raised} {gloss(raised)}".rstrip())
+    notes = "".join("\n" + say("warning: {warning}", warning=without_build_path(first_line(str(w.message))))
+                    for w in caught)
     if not isinstance(result, torch.Tensor):
-        what = "None" if result is None else f"a {type(result).__name__} ({_label(repr(result))})"
-        return _message(expression, f"{text} is {what}, not a tensor: describe() and the graph need a tensor." + notes)
+        what = "None" if result is None else say("a {type_name} ({value})", type_name=type(result).__name__,
+                                                  value=_label(repr(result)))
+        return _message(expression, say("{expression} is {what}, not a tensor: describe() and the graph need a tensor.",
+                                        expression=text, what=what) + notes)
     names = names_in_graph({_label(text): result, **named_tensors(namespace)}, [result])
     graph = draw(result, names=names, highlight=result)
     svg, hint = picture_or_hint(graph)
-    message = f"{text} is a {'leaf' if result.is_leaf else 'non-leaf'} tensor" + notes + (f"\n{hint}" if hint else "")
+    if result.is_leaf:
+        message = say("{expression} is a leaf tensor", expression=text)
+    else:
+        message = say("{expression} is a non-leaf tensor", expression=text)
+    message += notes + (f"\n{hint}" if hint else "")
     return PlaygroundView(expression, True, message, describe(result), graph, svg)
 
 
@@ -109,8 +119,9 @@ def _syntax_message(text: str, error: SyntaxError) -> str:
     try:
         compile(text, "<playground>", "exec")
     except SyntaxError:
-        return f"That is not valid Python ({error.msg}). Try e.g. x * 2."
-    return f"{text} is a statement; type an expression instead (what you would write after `y = `)."
+        return say("That is not valid Python ({reason}). Try e.g. x * 2.", reason=error.msg)
+    return say("{expression} is a statement; type an expression instead (what you would write after `y = `).",
+               expression=text)
 
 
 def _label(text: str) -> str:

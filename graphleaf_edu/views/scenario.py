@@ -9,7 +9,9 @@ import torch
 from torch import nn
 
 from graphleaf_edu.diagnose import describe, find_nonleaf, resolve
+from graphleaf_edu.errors import gloss
 from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
+from graphleaf_edu.i18n import language, say
 from graphleaf_edu.scenarios import NONE, Outcome, Scenario, require_scenario
 from graphleaf_edu.views.common import (
     cached,
@@ -41,18 +43,19 @@ class ScenarioView:
 
     def text(self) -> str:
         """Deterministic plain text: result, then what the graph shows."""
-        graph_line = repr(self.graph) if self.graph is not None else "no graph to draw"
+        graph_line = repr(self.graph) if self.graph is not None else say("no graph to draw")
         return f"{self.result_text}\n\n{self.caption}\n{graph_line}"
 
 
 def scenario_view(scenario: Scenario, fix: str = NONE) -> ScenarioView:
     """Run ``fix`` of ``scenario`` (cached: the code is seeded) and describe what happened."""
     require_scenario(scenario)
-    return _scenario_view(scenario, scenario.fix(fix).key)
+    return _scenario_view(scenario, scenario.fix(fix).key, language())
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _scenario_view(scenario: Scenario, fix: str) -> ScenarioView:
+def _scenario_view(scenario: Scenario, fix: str, _language: str) -> ScenarioView:
+    """One view per scenario, fix and language (its text is in the language it was made in)."""
     with keeping_random_state():
         outcome = scenario.run(fix)
     graph, caption = _copy_graph(scenario, outcome)
@@ -76,23 +79,26 @@ cached(_scenario_view.cache_clear)
 def _result_text(scenario: Scenario, outcome: Outcome) -> str:
     fix = scenario.fix(outcome.fix)
     if outcome.ok:
-        lines = [f"✓ the copy worked: copied is {type(outcome.copied).__name__}", _copy_summary(outcome.copied)]
+        lines = ["✓ " + say("the copy worked: copied is {type_name}", type_name=type(outcome.copied).__name__),
+                 _copy_summary(outcome.copied)]
     else:
         lines = [f"✗ {type(outcome.error).__name__}: {outcome.error}"]
-    lines.append(f"fix: {fix.title} ({fix.cost})")
+        if gloss(str(outcome.error)):
+            lines.append(gloss(str(outcome.error)))
+    lines.append(say("fix: {title} ({cost})", title=say(fix.title), cost=say(fix.cost)))
     if fix.mutates_original:
-        lines.append(f"careful: this fix changes the original {scenario.target}")
-    lines += [f"warning recorded: {without_build_path(w)}" for w in outcome.warnings]
+        lines.append(say("careful: this fix changes the original {target}", target=scenario.target))
+    lines += [say("warning recorded: {warning}", warning=without_build_path(w)) for w in outcome.warnings]
     return "\n".join(lines)
 
 
 def _copy_summary(copied: Any) -> str:
     if isinstance(copied, torch.Tensor):
-        return "copied: " + tensor_text(describe(copied))
+        return say("copied: {description}", description=tensor_text(describe(copied)))
     found = find_nonleaf(copied)
     if not found:
-        return "find_nonleaf(copied): no non-leaf tensor inside, so the copy deep-copies again"
-    return "find_nonleaf(copied): still non-leaf at " + ", ".join(f"copied{f.path}" for f in found)
+        return say("find_nonleaf(copied): no non-leaf tensor inside, so the copy deep-copies again")
+    return say("find_nonleaf(copied): still non-leaf at {paths}", paths=", ".join(f"copied{f.path}" for f in found))
 
 
 def _copy_graph(scenario: Scenario, outcome: Outcome) -> tuple[AutogradGraph | None, str]:
@@ -108,8 +114,8 @@ def _copy_graph(scenario: Scenario, outcome: Outcome) -> tuple[AutogradGraph | N
     roots = list(tensors.values())
     highlighted = [t for t in roots if t.is_leaf or id(t) in met]
     names = names_in_graph({**tensors, **named_tensors(outcome.namespace)}, roots)
-    caption = (f"the graph shows {' and '.join(tensors)}; highlighted: the tensors copy.deepcopy reaches, "
-               "marked with what it does to them")
+    caption = say("the graph shows {names}; highlighted: the tensors copy.deepcopy reaches, marked with what it "
+                  "does to them", names=say(" and ").join(tensors))
     return draw(roots, names=names, highlight=highlighted or None), "\n".join([caption, *lines])
 
 
@@ -134,15 +140,15 @@ def _counterpart(copied: Any, original: Any, path: str) -> list[tuple[str, Any]]
 
 def _value_text(value: Any, met: set[int]) -> str:
     if value is _MISSING:
-        return "nothing stored there"
+        return say("nothing stored there")
     if value is None:
-        return "None: nothing to copy there"
+        return say("None: nothing to copy there")
     if not isinstance(value, torch.Tensor):
-        return f"a {type(value).__name__}"
+        return say("a {type_name}", type_name=type(value).__name__)
     if value.is_leaf or id(value) in met:
         return tensor_text(describe(value))
-    return (f"non-leaf, grad_fn={type(value.grad_fn).__name__}, but copy.deepcopy never reaches it "
-            "(made on each access, or skipped by the class's own copying)")
+    return say("non-leaf, grad_fn={grad_fn}, but copy.deepcopy never reaches it (made on each access, or skipped "
+               "by the class's own copying)", grad_fn=type(value.grad_fn).__name__)
 
 
 def named_tensors(namespace: dict[str, Any]) -> dict[str, torch.Tensor]:

@@ -9,6 +9,7 @@ explorer's current view and measures what the run really did (``measure_fix``), 
 """
 from __future__ import annotations
 
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.measure import measure_fix
 from graphleaf_edu.views.common import Task
 from graphleaf_edu.views.loader import LoaderView
@@ -61,25 +62,25 @@ def spawn_workers_deliver_deepcopied_rows(view: LoaderView) -> bool:
 
 
 TASKS: dict[str, Task] = {
-    "copyable affine": Task("Type an expression that starts from w @ x + b, has the same values, and gives a "
-                            "tensor copy.deepcopy accepts.", copyable_affine,
-                            solved="Solved: a tensor without a grad_fn."),
-    "independent snapshot": Task("Find a fix whose copy works and shares no memory with y.", independent_snapshot,
-                                 solved="Solved: an independent snapshot."),
-    "copy and keep training": Task("Find a fix that copies the output and keeps the output in the graph, so "
-                                   "training can still backpropagate through it.", copy_and_keep_training,
-                                   solved="Solved: a copy, and training goes on."),
-    "fix at the source": Task("Find the fix after which the model itself holds no graph, so that every later "
-                              "copy works, without the copy changing the model.", fixed_at_the_source,
-                              solved="Solved: fixed where the tensor is stored."),
-    "copy without changing anything": Task("Copy the model without its constructor, leaving the original "
-                                           "exactly as it was.", copies_without_constructor_or_change,
-                                           solved="Solved: a copy that changes nothing."),
-    "spawn workers": Task("Make spawn (or forkserver) workers deliver their batches.", spawn_workers_deliver,
-                          solved="Solved: fresh worker processes received the dataset."),
+    "copyable affine": Task(N_("Type an expression that starts from w @ x + b, has the same values, and gives a "
+                               "tensor copy.deepcopy accepts."), copyable_affine,
+                            solved=N_("Solved: a tensor without a grad_fn.")),
+    "independent snapshot": Task(N_("Find a fix whose copy works and shares no memory with y."), independent_snapshot,
+                                 solved=N_("Solved: an independent snapshot.")),
+    "copy and keep training": Task(N_("Find a fix that copies the output and keeps the output in the graph, so "
+                                      "training can still backpropagate through it."), copy_and_keep_training,
+                                   solved=N_("Solved: a copy, and training goes on.")),
+    "fix at the source": Task(N_("Find the fix after which the model itself holds no graph, so that every later "
+                                 "copy works, without the copy changing the model."), fixed_at_the_source,
+                              solved=N_("Solved: fixed where the tensor is stored.")),
+    "copy without changing anything": Task(N_("Copy the model without its constructor, leaving the original "
+                                              "exactly as it was."), copies_without_constructor_or_change,
+                                           solved=N_("Solved: a copy that changes nothing.")),
+    "spawn workers": Task(N_("Make spawn (or forkserver) workers deliver their batches."), spawn_workers_deliver,
+                          solved=N_("Solved: fresh worker processes received the dataset.")),
     "spawn workers, deepcopy in __getitem__": Task(
-        "Make spawn workers deliver batches while __getitem__ still deep-copies.",
-        spawn_workers_deliver_deepcopied_rows, solved="Solved: spawn workers, rows deep-copied, batches delivered."),
+        N_("Make spawn workers deliver batches while __getitem__ still deep-copies."),
+        spawn_workers_deliver_deepcopied_rows, solved=N_("Solved: spawn workers, rows deep-copied, batches delivered.")),
 }
 
 

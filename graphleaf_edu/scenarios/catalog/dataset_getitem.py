@@ -9,7 +9,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from graphleaf_edu import safe_deepcopy
-from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR, DETACHES_INSIDE
+from graphleaf_edu.i18n import N_
+from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR
 from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
 
 
@@ -59,8 +60,8 @@ def first_batch_of_a_safe_deepcopy(dataset):
 
 SCENARIO = Scenario(
     key="dataset_getitem",
-    title="A Dataset whose __getitem__ deep-copies a non-leaf row",
-    summary=(
+    title=N_("A Dataset whose __getitem__ deep-copies a non-leaf row"),
+    summary=N_(
         "The rows are x * 2, so each row self.data[i] is a non-leaf view, and deep-copying it in "
         "__getitem__ raises. With num_workers=0 this happens here, in this process; with worker "
         "processes the error depends on the start method (see graphleaf_edu.dataloading)."
@@ -70,15 +71,16 @@ SCENARIO = Scenario(
     culprit=".data",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: load a batch", first_batch, "it raises"),
-        Fix("detach_at_construction", "detach the data when building the dataset", first_batch,
-            "rows are leaves without grad, so batches carry no graph back to x; the dataset pickles for workers",
+        Fix(NONE, N_("no fix: load a batch"), first_batch, N_("it raises")),
+        Fix("detach_at_construction", N_("detach the data when building the dataset"), first_batch,
+            N_("rows are leaves without grad, so batches carry no graph back to x; the dataset pickles for workers"),
             setup=setup_detached_at_construction),
-        Fix("detach_in_getitem", "detach().clone() in __getitem__", first_batch,
-            "a copy per item; the dataset still holds the graph, so spawn/forkserver workers still refuse it",
+        Fix("detach_in_getitem", N_("detach().clone() in __getitem__"), first_batch,
+            N_("a copy per item; the dataset still holds the graph, so spawn/forkserver workers still refuse it"),
             setup=setup_detached_in_getitem),
-        Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy of the dataset", first_batch_of_a_safe_deepcopy,
-            "copies the whole dataset once, its data detached; " + DETACHES_INSIDE),
+        Fix("safe_deepcopy", N_("graphleaf_edu.safe_deepcopy of the dataset"), first_batch_of_a_safe_deepcopy,
+            N_("copies the whole dataset once, its data detached; "
+               "every non-leaf tensor inside becomes detach().clone(); the original is only read")),
     ),
     source="seed",
 )

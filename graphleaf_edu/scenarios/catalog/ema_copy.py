@@ -4,7 +4,8 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from graphleaf_edu import safe_deepcopy
-from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR, DETACHES_INSIDE
+from graphleaf_edu.i18n import N_
+from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR
 from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
 
 
@@ -61,8 +62,8 @@ def average_a_safe_deepcopy(model):
 
 SCENARIO = Scenario(
     key="ema_copy",
-    title="An EMA / SWA / teacher copy taken after training started",
-    summary=(
+    title=N_("An EMA / SWA / teacher copy taken after training started"),
+    summary=N_(
         "AveragedModel deep-copies the model when it is created, as timm's and ultralytics' EMA, "
         "Lightning's SWA callback and teacher networks do. Created after a training step, it meets "
         "whatever forward() left on the model: here a logging dict holding a non-leaf tensor."
@@ -72,15 +73,16 @@ SCENARIO = Scenario(
     culprit=".stats['mean']",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: AveragedModel(model)", average_model, "it raises"),
-        Fix("copy_before_forward", "create the EMA before the first forward", update_the_early_ema,
-            "the copy is taken once, at construction; each update copies values under no_grad",
+        Fix(NONE, N_("no fix: AveragedModel(model)"), average_model, N_("it raises")),
+        Fix("copy_before_forward", N_("create the EMA before the first forward"), update_the_early_ema,
+            N_("the copy is taken once, at construction; each update copies values under no_grad"),
             setup=setup_ema_before_forward),
-        Fix("detach_at_source", "log a number: out.mean().item()", average_model,
-            "fixes the model itself: logging wants a number anyway (.item(), or .detach() for a tensor)",
+        Fix("detach_at_source", N_("log a number: out.mean().item()"), average_model,
+            N_("fixes the model itself: logging wants a number anyway (.item(), or .detach() for a tensor)"),
             setup=setup_logging_a_number),
         Fix("safe_deepcopy", "AveragedModel(safe_deepcopy(model))", average_a_safe_deepcopy,
-            "two copies (AveragedModel deep-copies again); " + DETACHES_INSIDE),
+            N_("two copies (AveragedModel deep-copies again); "
+               "every non-leaf tensor inside becomes detach().clone(); the original is only read")),
     ),
     source="wild",
 )

@@ -2,6 +2,7 @@
 import torch
 from torch import nn
 
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.catalog.shared import (
     DEEPCOPY_ERROR,
     SAFE_DEEPCOPY_COST,
@@ -52,8 +53,8 @@ def load_state_dict_into_a_new_model(model):
 
 SCENARIO = Scenario(
     key="forward_hook",
-    title="A forward hook that keeps activations on the module",
-    summary=(
+    title=N_("A forward hook that keeps activations on the module"),
+    summary=N_(
         "A hook that stores the output on the module (for a feature loss, logging, a target network) "
         "leaves a non-leaf tensor inside the model. A hook that stores it outside the module does not."
     ),
@@ -62,14 +63,14 @@ SCENARIO = Scenario(
     culprit="[0].activation",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: copy.deepcopy", deepcopy_model, "it raises"),
-        Fix("detach_at_source", "store output.detach() in the hook", deepcopy_model,
-            "no gradient can flow through the stored activation", setup=setup_detached),
-        Fix("outside_dict", "keep activations in a dict outside the module", deepcopy_model,
-            "gradient still flows through the stored activation; the copy's hook writes into the same dict",
+        Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_model, N_("it raises")),
+        Fix("detach_at_source", N_("store output.detach() in the hook"), deepcopy_model,
+            N_("no gradient can flow through the stored activation"), setup=setup_detached),
+        Fix("outside_dict", N_("keep activations in a dict outside the module"), deepcopy_model,
+            N_("gradient still flows through the stored activation; the copy's hook writes into the same dict"),
             setup=setup_outside_dict),
-        Fix("state_dict", "load the state_dict into a fresh model", load_state_dict_into_a_new_model,
-            "needs the architecture; hooks and other attributes are not copied"),
+        Fix("state_dict", N_("load the state_dict into a fresh model"), load_state_dict_into_a_new_model,
+            N_("needs the architecture; hooks and other attributes are not copied")),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_model, SAFE_DEEPCOPY_COST),
     ),
     source="wild",

@@ -4,6 +4,7 @@ import copy
 import torch
 
 from graphleaf_edu import safe_deepcopy
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR, SAFE_DEEPCOPY_COST
 from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
 
@@ -34,8 +35,8 @@ def safe_deepcopy_y(y):
 
 SCENARIO = Scenario(
     key="intermediate_tensor",
-    title="An intermediate tensor after backward()",
-    summary=(
+    title=N_("An intermediate tensor after backward()"),
+    summary=N_(
         "y = x * 2 is made by an operation, so it is not a leaf: it has a grad_fn. "
         "Tensor.__deepcopy__ accepts leaves only, even after backward() has run."
     ),
@@ -44,11 +45,11 @@ SCENARIO = Scenario(
     culprit="",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: copy.deepcopy", deepcopy_y, "it raises"),
+        Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_y, N_("it raises")),
         Fix("detach_clone", "detach().clone()", detach_clone_y,
-            "new memory; the copy is a leaf outside the graph; y keeps its graph"),
+            N_("new memory; the copy is a leaf outside the graph; y keeps its graph")),
         Fix("detach", "detach()", detach_y,
-            "no copy at all: shares y's memory (writing to one changes the other); outside the graph"),
+            N_("no copy at all: shares y's memory (writing to one changes the other); outside the graph")),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_y, SAFE_DEEPCOPY_COST),
     ),
     source="seed",

@@ -4,6 +4,7 @@ import copy
 import torch
 from torch import nn
 
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.catalog.shared import (
     DEEPCOPY_ERROR,
     SAFE_DEEPCOPY_COST,
@@ -77,8 +78,8 @@ def clear_cache_then_deepcopy(model):
 
 SCENARIO = Scenario(
     key="model_cache",
-    title="A model that caches an activation in forward()",
-    summary=(
+    title=N_("A model that caches an activation in forward()"),
+    summary=N_(
         "forward() stores its output on the module. The parameters are leaves, but self.cache is not, "
         "and copy.deepcopy(model) copies every attribute."
     ),
@@ -87,20 +88,20 @@ SCENARIO = Scenario(
     culprit=".cache",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: copy.deepcopy", deepcopy_model, "it raises"),
-        Fix("detach_at_source", "store out.detach() in forward", deepcopy_model,
-            "a one-word change where the cache is made; the cache no longer carries a graph",
+        Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_model, N_("it raises")),
+        Fix("detach_at_source", N_("store out.detach() in forward"), deepcopy_model,
+            N_("a one-word change where the cache is made; the cache no longer carries a graph"),
             setup=setup_detached),
-        Fix("custom_deepcopy", "a custom __deepcopy__ that skips the cache", deepcopy_model,
-            "more code in the class; the copy starts with an empty cache; the original is untouched",
+        Fix("custom_deepcopy", N_("a custom __deepcopy__ that skips the cache"), deepcopy_model,
+            N_("more code in the class; the copy starts with an empty cache; the original is untouched"),
             setup=setup_with_deepcopy),
-        Fix("getstate", "a __getstate__ that drops the cache", deepcopy_model,
-            "two lines; also changes pickling (torch.save of the whole model drops the cache too)",
+        Fix("getstate", N_("a __getstate__ that drops the cache"), deepcopy_model,
+            N_("two lines; also changes pickling (torch.save of the whole model drops the cache too)"),
             setup=setup_with_getstate),
-        Fix("state_dict", "load the state_dict into a fresh instance", load_state_dict_into_a_new_model,
-            "needs the constructor's arguments (4, 3); copies parameters and buffers only, no other attribute"),
-        Fix("clear_cache", "set model.cache = None, then deepcopy", clear_cache_then_deepcopy,
-            "mutates the original: its cache is gone", mutates_original=True),
+        Fix("state_dict", N_("load the state_dict into a fresh instance"), load_state_dict_into_a_new_model,
+            N_("needs the constructor's arguments (4, 3); copies parameters and buffers only, no other attribute")),
+        Fix("clear_cache", N_("set model.cache = None, then deepcopy"), clear_cache_then_deepcopy,
+            N_("mutates the original: its cache is gone"), mutates_original=True),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_model, SAFE_DEEPCOPY_COST),
     ),
     source="seed",

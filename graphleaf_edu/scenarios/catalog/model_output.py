@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from graphleaf_edu import safe_deepcopy
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.catalog.shared import DEEPCOPY_ERROR, SAFE_DEEPCOPY_COST
 from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
 
@@ -40,18 +41,18 @@ def safe_deepcopy_output(output):
 
 SCENARIO = Scenario(
     key="model_output",
-    title="A model's output",
-    summary="A module's output is computed from its parameters, so it is a non-leaf tensor like any other result.",
+    title=N_("A model's output"),
+    summary=N_("A module's output is computed from its parameters, so it is a non-leaf tensor like any other result."),
     setup=setup,
     target="output",
     culprit="",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: copy.deepcopy", deepcopy_output, "it raises"),
+        Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_output, N_("it raises")),
         Fix("detach_clone", "detach().clone()", detach_clone_output,
-            "new memory; the copy is a leaf outside the graph; output keeps its graph"),
-        Fix("no_grad", "compute it under torch.no_grad()", deepcopy_output,
-            "no graph is recorded, so output cannot be backpropagated; the cheapest when no gradient is needed",
+            N_("new memory; the copy is a leaf outside the graph; output keeps its graph")),
+        Fix("no_grad", N_("compute it under torch.no_grad()"), deepcopy_output,
+            N_("no graph is recorded, so output cannot be backpropagated; the cheapest when no gradient is needed"),
             setup=setup_under_no_grad),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_output, SAFE_DEEPCOPY_COST),
     ),

@@ -4,7 +4,7 @@ import torch.multiprocessing as mp
 
 from graphleaf_edu import safe_deepcopy
 from graphleaf_edu.errors import COWARDLY
-from graphleaf_edu.scenarios.catalog.shared import DETACHES_INSIDE
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.engine import NONE, ExpectedError, Fix, Scenario
 
 
@@ -38,8 +38,8 @@ def send_a_safe_deepcopy(queue, y):
 
 SCENARIO = Scenario(
     key="mp_queue",
-    title="Sending a non-leaf tensor through a torch.multiprocessing queue",
-    summary=(
+    title=N_("Sending a non-leaf tensor through a torch.multiprocessing queue"),
+    summary=N_(
         "torch.multiprocessing's pickler (ForkingPickler) refuses non-leaf tensors that require grad: "
         "autograd cannot cross processes. SimpleQueue.put pickles in the caller, so the error surfaces "
         "here. multiprocessing.Queue.put pickles in a background feeder thread: the same error is only "
@@ -51,13 +51,14 @@ SCENARIO = Scenario(
     culprit="",
     error=ExpectedError(RuntimeError, COWARDLY),
     fixes=(
-        Fix(NONE, "no fix: put y on the queue", send_y, "it raises"),
-        Fix("detach", "put y.detach()", send_y_detached,
-            "sends y's own memory: torch moves it to shared memory and the receiver maps the same storage"),
-        Fix("detach_clone", "put y.detach().clone()", send_a_detached_clone,
-            "sends a fresh copy (moved to shared memory); y is untouched"),
-        Fix("safe_deepcopy", "put safe_deepcopy(y)", send_a_safe_deepcopy,
-            "works for whole objects (dicts of tensors, modules); " + DETACHES_INSIDE),
+        Fix(NONE, N_("no fix: put y on the queue"), send_y, N_("it raises")),
+        Fix("detach", N_("put y.detach()"), send_y_detached,
+            N_("sends y's own memory: torch moves it to shared memory and the receiver maps the same storage")),
+        Fix("detach_clone", N_("put y.detach().clone()"), send_a_detached_clone,
+            N_("sends a fresh copy (moved to shared memory); y is untouched")),
+        Fix("safe_deepcopy", N_("put safe_deepcopy(y)"), send_a_safe_deepcopy,
+            N_("works for whole objects (dicts of tensors, modules); "
+               "every non-leaf tensor inside becomes detach().clone(); the original is only read")),
     ),
     source="wild",
 )

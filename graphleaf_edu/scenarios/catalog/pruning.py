@@ -5,6 +5,7 @@ import torch
 from torch import nn
 from torch.nn.utils import prune
 
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.catalog.shared import (
     DEEPCOPY_ERROR,
     SAFE_DEEPCOPY_COST,
@@ -29,7 +30,7 @@ def prune_remove_then_deepcopy(model):
 SCENARIO = Scenario(
     key="pruning",
     title="torch.nn.utils.prune",
-    summary=(
+    summary=N_(
         "Pruning keeps weight_orig and weight_mask and stores weight = weight_orig * weight_mask on the "
         "module as a plain, non-leaf tensor, from the moment it is applied."
     ),
@@ -38,9 +39,9 @@ SCENARIO = Scenario(
     culprit=".weight",
     error=DEEPCOPY_ERROR,
     fixes=(
-        Fix(NONE, "no fix: copy.deepcopy", deepcopy_model, "it raises"),
-        Fix("prune_remove", "prune.remove, then deepcopy", prune_remove_then_deepcopy,
-            "mutates the original: pruning becomes permanent (the mask is gone, the zeros stay)",
+        Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_model, N_("it raises")),
+        Fix("prune_remove", N_("prune.remove, then deepcopy"), prune_remove_then_deepcopy,
+            N_("mutates the original: pruning becomes permanent (the mask is gone, the zeros stay)"),
             mutates_original=True),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_model, SAFE_DEEPCOPY_COST),
     ),

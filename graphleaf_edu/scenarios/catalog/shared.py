@@ -3,11 +3,11 @@ import copy
 
 from graphleaf_edu import safe_deepcopy
 from graphleaf_edu.errors import GRAPH_LEAVES
+from graphleaf_edu.i18n import N_
 from graphleaf_edu.scenarios.engine import ExpectedError
 
 DEEPCOPY_ERROR = ExpectedError(RuntimeError, GRAPH_LEAVES)
-DETACHES_INSIDE = "every non-leaf tensor inside becomes detach().clone(); the original is only read"
-SAFE_DEEPCOPY_COST = "new memory; " + DETACHES_INSIDE
+SAFE_DEEPCOPY_COST = N_("new memory; every non-leaf tensor inside becomes detach().clone(); the original is only read")
 
 
 def deepcopy_model(model):
