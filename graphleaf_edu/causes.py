@@ -135,9 +135,26 @@ CONTAINED = _cause(
     "container", "non-leaf tensor in a container",
     "put `tensor.detach()` in the container; keep the graph only where you call backward",
 )
-OLD_WEIGHT_NORM = "old-weight-norm"
-OLD_SPECTRAL_NORM = "old-spectral-norm"
-PRUNE = "prune"
+OLD_WEIGHT_NORM = _cause(
+    "old-weight-norm", "old torch.nn.utils.weight_norm",
+    "use `torch.nn.utils.parametrizations.weight_norm` (it deep-copies), or call "
+    "`torch.nn.utils.remove_weight_norm(module, {name!r})` before copying",
+)
+OLD_SPECTRAL_NORM = _cause(
+    "old-spectral-norm", "spectral_norm (old API) after a forward",
+    "use `torch.nn.utils.parametrizations.spectral_norm`, or call "
+    "`torch.nn.utils.remove_spectral_norm(module, {name!r})` before copying",
+)
+PRUNE = _cause(
+    "prune", "torch.nn.utils.prune reparametrisation",
+    "make the pruning permanent with `torch.nn.utils.prune.remove(module, {name!r})` "
+    "before copying, or copy the `state_dict()` into a new instance",
+)
+# The pre-hooks that write a reparametrised weight: their class, the field naming the weight, the cause.
+_REPARAMETRISATIONS = (
+    (WeightNorm, "name", OLD_WEIGHT_NORM), (SpectralNorm, "name", OLD_SPECTRAL_NORM),
+    (BasePruningMethod, "_tensor_name", PRUNE),
+)
 
 _HOOK_STORES = re.compile(r"_(forward|backward)(_pre)?_hooks(_with_kwargs)?$|_state_dict_hooks$")
 _LOGGED_NAME = re.compile(
@@ -161,17 +178,19 @@ def diagnose(nodes: list[Node], index: int) -> Cause:
     hook = _through_hook(nodes, index)
     if hook:
         return hook
+    owned = _owned_cause(nodes, _owner(nodes, parent), index)
     holder = nodes[parent][0]
-    if isinstance(holder, nn.Module):
-        if kind in (sv.ATTR, sv.BUFFER) and _is_graph_module(holder):
-            return FX_CONSTANT
-        if kind == sv.PARAM or (kind == sv.ATTR and sv.instance_dict(holder).get("_is_replica")):
-            return _parameter_cause(nodes, parent, key)
-        if kind == sv.BUFFER:
-            return BUFFER_ASSIGNED
-        if kind in (sv.ATTR, sv.SLOT):
-            return _module_attribute_cause(holder, key)
-    owner_index = _owner(nodes, parent)
+    if not isinstance(holder, nn.Module):
+        return owned
+    if kind in (sv.ATTR, sv.BUFFER) and _is_graph_module(holder):
+        return FX_CONSTANT
+    wrapper_index = _owner(nodes, nodes[parent][1])
+    return _module_cause(holder, nodes[wrapper_index][0] if wrapper_index >= 0 else None, kind, key, owned)
+
+
+def _owned_cause(nodes: list[Node], owner_index: int, index: int) -> Cause:
+    """By the object that owns the tensor (the nearest one that is not a plain container) and the
+    names on the way down to it."""
     owner = nodes[owner_index][0] if owner_index >= 0 else None
     names = _names_between(nodes, owner_index, index)
     if isinstance(owner, Optimizer):
@@ -255,40 +274,26 @@ def _is_graph_module(module: nn.Module) -> bool:
     return any(klass.__module__ == "torch.fx.graph_module" for klass in type(module).__mro__)
 
 
-def _parameter_cause(nodes: list[Node], module_index: int, name: str) -> Cause:
-    """DataParallel replicas are marked ``_is_replica``; WeightDrop keeps ``<name>_raw`` on the
-    module or on the wrapper around it; any other computed parameter is a fast weight."""
-    stored = sv.instance_dict(nodes[module_index][0])
-    if stored.get("_is_replica"):
-        return REPLICA_PARAMETER
-    wrapper_index = _owner(nodes, nodes[module_index][1])
-    for index in (module_index, wrapper_index):
-        if index >= 0 and isinstance(nodes[index][0], nn.Module):
-            state = sv.instance_dict(nodes[index][0])
-            if f"{name}_raw" in state.get("_parameters", {}) or f"{name}_raw" in state:
+def _module_cause(module: nn.Module, wrapper: Any, kind: str, name: Any, otherwise: Cause) -> Cause:
+    """By what the module (and the one around it) stores. A parameter: DataParallel replicas are
+    marked ``_is_replica``, WeightDrop keeps ``<name>_raw`` on the module or its wrapper, any other
+    computed parameter is a fast weight. An attribute: the pre-hook of an old reparametrisation
+    (weight_norm, spectral_norm, prune) that writes it, else a cached activation."""
+    stored = sv.instance_dict(module)
+    if kind == sv.PARAM or (kind == sv.ATTR and stored.get("_is_replica")):
+        if stored.get("_is_replica"):
+            return REPLICA_PARAMETER
+        raw = f"{name}_raw"
+        for state in (stored, sv.instance_dict(wrapper) if isinstance(wrapper, nn.Module) else {}):
+            if raw in state.get("_parameters", {}) or raw in state:
                 return WEIGHT_DROP
-    return FAST_WEIGHTS
-
-
-def _module_attribute_cause(module: nn.Module, name: Any) -> Cause:
-    for hook in sv.instance_dict(module).get("_forward_pre_hooks", {}).values():
-        hook_state = sv.instance_dict(hook)
-        if isinstance(hook, WeightNorm) and hook_state.get("name") == name:
-            return _cause(
-                OLD_WEIGHT_NORM, "old torch.nn.utils.weight_norm",
-                "use `torch.nn.utils.parametrizations.weight_norm` (it deep-copies), or call "
-                f"`torch.nn.utils.remove_weight_norm(module, {name!r})` before copying",
-            )
-        if isinstance(hook, SpectralNorm) and hook_state.get("name") == name:
-            return _cause(
-                OLD_SPECTRAL_NORM, "spectral_norm (old API) after a forward",
-                "use `torch.nn.utils.parametrizations.spectral_norm`, or call "
-                f"`torch.nn.utils.remove_spectral_norm(module, {name!r})` before copying",
-            )
-        if isinstance(hook, BasePruningMethod) and hook_state.get("_tensor_name") == name:
-            return _cause(
-                PRUNE, "torch.nn.utils.prune reparametrisation",
-                f"make the pruning permanent with `torch.nn.utils.prune.remove(module, {name!r})` "
-                "before copying, or copy the `state_dict()` into a new instance",
-            )
+        return FAST_WEIGHTS
+    if kind == sv.BUFFER:
+        return BUFFER_ASSIGNED
+    if kind not in (sv.ATTR, sv.SLOT):
+        return otherwise
+    for hook in stored.get("_forward_pre_hooks", {}).values():
+        for hook_class, name_field, said in _REPARAMETRISATIONS:
+            if isinstance(hook, hook_class) and sv.instance_dict(hook).get(name_field) == name:
+                return Cause(said.kind, said.cause, said.fix.format(name=name))
     return CACHED

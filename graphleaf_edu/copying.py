@@ -65,7 +65,7 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     """A deep copy of ``obj`` in which every non-leaf tensor becomes ``t.detach().clone()``.
 
     Everything else is exactly what ``copy.deepcopy`` makes (aliases, devices, dtypes,
-    Parameters, buffers, ``training``, a detached tensor's own attributes). ``obj`` is never
+    Parameters, buffers, ``training``, a detached tensor's own attributes, slots and retained ``.grad``). ``obj`` is never
     modified; if the copy fails, the original error propagates. With ``warn=True``, one
     ``DetachedTensorsWarning`` lists the paths (as in ``find_nonleaf``) of the tensors detached.
 
@@ -77,7 +77,9 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
         The copy, of the same type as ``obj``.
 
     Raises:
-        TypeError: ``warn`` is not a bool.
+        TypeError: ``warn`` is not a bool; or ``obj`` holds something ``copy.deepcopy`` cannot
+            copy at all (a generator, a lock): raised before anything is copied, naming each path
+            (of deepcopy's own error type where that is a built-in one).
         RuntimeError: whatever ``copy.deepcopy`` raises for another reason, or the graph-leaves
             error when the non-leaf tensor is hidden where no walk can see it (then the message says so).
 
@@ -96,6 +98,7 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     findings = scanned.findings
     if findings.uncopyable:
         raise _cannot_copy(findings.uncopyable) from findings.uncopyable[0].error
+    warning = _detached_warning(findings) if warn and findings else None
     try:
         duplicate = copy.deepcopy(obj, _detached_memo(scanned))
     except RuntimeError as error:
@@ -103,8 +106,8 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
             raise
         hidden = "; ".join(o.line() for o in findings.opaque) or NOWHERE_NAMED
         raise RuntimeError(HIDDEN_NONLEAF.format(hidden=hidden)) from error
-    if warn and findings:
-        warnings.warn(_detached_warning(findings), stacklevel=2)
+    if warning:
+        warnings.warn(warning, stacklevel=2)
     return duplicate
 
 

@@ -8,7 +8,12 @@ Where the answer is known without calling anything (built-in containers, tensors
 reducers of ``graphleaf_edu.deepcopy_reducers``), the stored values are read directly
 (``graphleaf_edu.stored_values``). Otherwise the walk calls ``__reduce_ex__(4)``, a ``copyreg``
 reducer or ``__getstate__``, exactly as deepcopy does, and walks what they return. Properties and
-``__getattr__`` are never called. A ``__deepcopy__`` nobody can look inside is recorded as opaque.
+``__getattr__`` are never called. A ``__deepcopy__`` nobody can look inside (a class', or one set on
+the instance, which deepcopy's ``getattr`` finds first) is recorded as opaque; an object deepcopy
+cannot copy at all (its reducer raises) as uncopyable. A non-leaf tensor is a culprit, and what it
+holds (``.grad`` when retained, slots, attributes) is walked too: ``safe_deepcopy`` copies those onto
+its detached copy. A non-leaf of a subclass whose ``__torch_function__`` may implement
+``Tensor.__deepcopy__`` is copied once, alone, to tell whether it is a culprit.
 """
 from __future__ import annotations
 

@@ -21,8 +21,14 @@ import torch
 from graphleaf_edu import causes
 from graphleaf_edu import deepcopy_walk as dw
 from graphleaf_edu.errors import GRAPH_LEAVES
-from graphleaf_edu.findings import Finding, Findings, OpaqueObject, shape_of
-from graphleaf_edu.paths import render_path, resolve
+from graphleaf_edu.findings import (
+    Finding,
+    Findings,
+    OpaqueObject,
+    grad_fn_name,
+    shape_of,
+)
+from graphleaf_edu.paths import resolve
 
 __all__ = [
     "Finding", "Findings", "OpaqueObject", "Scan", "TensorInfo",
@@ -94,7 +100,7 @@ def describe(t: torch.Tensor) -> TensorInfo:
     return TensorInfo(
         is_leaf=t.is_leaf,
         requires_grad=t.requires_grad,
-        grad_fn=_grad_fn_name(t),
+        grad_fn=grad_fn_name(t),
         retains_grad=t.retains_grad,
         device=t.device.type,
         dtype=str(t.dtype).removeprefix("torch."),
@@ -190,8 +196,10 @@ def find_nonleaf(obj: Any) -> Findings:
     ``['my-layer']``, ``[(1, 'a')]``); a dict key without a literal repr is named
     ``[list(root...)[i]]``, a set member or a tensor used as a key
     ``.__iter__().__reduce__()[1][0][i]``, and what a reducer returns ``.__reduce_ex__(4)[...]``.
-    Objects the walk cannot look inside are in ``.opaque``. Walks what ``copy.deepcopy`` walks,
-    by its own protocol; reads only, never copies or modifies ``obj``.
+    Objects the walk cannot look inside are in ``.opaque``, those deepcopy cannot copy at all (a
+    generator, a lock) also in ``.uncopyable``. Walks what ``copy.deepcopy`` walks, by its own
+    protocol (a ``__deepcopy__`` set on an instance included), and inside each non-leaf tensor what
+    ``safe_deepcopy`` copies onto its detached copy; reads only, never modifies ``obj``.
 
     Args:
         obj: anything ``copy.deepcopy`` would be given: a tensor, a module, an optimizer, a
@@ -250,10 +258,6 @@ def _blocker(finding: Finding) -> str:
     return f"{where} (grad_fn={finding.grad_fn})"
 
 
-def _grad_fn_name(t: torch.Tensor) -> str | None:
-    return None if t.grad_fn is None else type(t.grad_fn).__name__
-
-
 @dataclass(frozen=True)
 class Scan:
     """One walk of what ``copy.deepcopy`` reaches from an object, and what it found there.
@@ -287,18 +291,6 @@ def scan(obj: Any) -> Scan:
         (["['y']"], 2)
     """
     walked = dw.walk(obj)
-    nodes = walked.nodes
-    found = []
-    for index in walked.nonleaf:
-        cause = causes.diagnose(nodes, index)
-        tensor = nodes[index][0]
-        grad_fn = _grad_fn_name(tensor) or "None"  # culprits are non-leaf: they have a grad_fn
-        found.append(Finding(render_path(nodes, index), tensor, grad_fn, cause.cause, cause.fix, cause.kind))
-    opaque = sorted(
-        [(index, OpaqueObject(render_path(nodes, index), type(nodes[index][0]).__qualname__, reason))
-         for index, reason in walked.opaque]
-        + [(index, OpaqueObject.uncopyable(render_path(nodes, index), type(nodes[index][0]).__qualname__, error))
-           for index, error in walked.uncopyable],
-        key=lambda entry: entry[0],
-    )
-    return Scan(walked, Findings(found, subject=type(obj).__name__, opaque=[o for _, o in opaque]))
+    judged = [(index, causes.diagnose(walked.nodes, index)) for index in walked.nonleaf]
+    unseen: list[tuple[int, str | Exception]] = sorted([*walked.opaque, *walked.uncopyable], key=lambda e: e[0])
+    return Scan(walked, Findings.of_walk(walked.nodes, judged, unseen, subject=type(obj).__name__))

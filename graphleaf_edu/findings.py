@@ -8,13 +8,15 @@ more than the walk saw.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
 from graphleaf_edu.errors import COWARDLY
-from graphleaf_edu.paths import expression
+from graphleaf_edu.paths import expression, render_path
+from graphleaf_edu.stored_values import Node
 
 _ERROR_KINDS = ("deepcopy", "multiprocessing")
 
@@ -101,11 +103,6 @@ class OpaqueObject:
     reason: str
     error: Exception | None = field(default=None, repr=False, compare=False)
 
-    @classmethod
-    def uncopyable(cls, path: str, type_name: str, error: Exception) -> OpaqueObject:
-        reason = DEEPCOPY_RAISES_HERE.format(error_type=type(error).__name__, error=error)
-        return cls(path, type_name, reason, error)
-
     @property
     def blocks_copy(self) -> bool:
         return self.error is not None
@@ -114,12 +111,27 @@ class OpaqueObject:
         return f"{expression(self.path)} ({self.type_name}) {self.reason}"
 
 
+class Judgement(Protocol):
+    """What ``graphleaf_edu.causes`` says of one culprit: its ``Cause``."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def cause(self) -> str: ...
+
+    @property
+    def fix(self) -> str: ...
+
+
 class Findings(list[Finding]):
     """The non-leaf tensors reachable from one object, shortest path first.
 
     A list of ``Finding``; ``report()`` says what breaks the copy and how to fix each finding,
     ``explain()`` prints it. ``opaque`` lists the objects whose copy the walk could not look inside;
     a non-leaf hidden there is not in the list, so ``report()`` names them instead of claiming success.
+    ``uncopyable`` are those of them that ``copy.deepcopy`` cannot copy at all (a generator, a lock):
+    then ``report()`` says that ``safe_deepcopy`` cannot copy the object either.
 
     Example:
         >>> x = torch.ones(2, requires_grad=True)
@@ -135,6 +147,24 @@ class Findings(list[Finding]):
         super().__init__(findings)
         self.subject = subject
         self.opaque = tuple(opaque)
+
+    @classmethod
+    def of_walk(cls, nodes: list[Node], judged: Sequence[tuple[int, Judgement]],
+                unseen: Sequence[tuple[int, str | Exception]], subject: str) -> Findings:
+        """The report of one walk: each culprit (node index, its cause) named by its path, then each
+        object not looked inside (node index, why: a reason, or the error deepcopy raises there)."""
+        written = [render_path(nodes, index) for index in [*(i for i, _ in judged), *(i for i, _ in unseen)]]
+        found = [
+            Finding(path, nodes[index][0], grad_fn_name(nodes[index][0]) or "None", said.cause, said.fix, said.kind)
+            for (index, said), path in zip(judged, written)  # culprits are non-leaf: they have a grad_fn
+        ]
+        opaque = [
+            OpaqueObject(path, type(nodes[index][0]).__qualname__, why) if isinstance(why, str) else OpaqueObject(
+                path, type(nodes[index][0]).__qualname__,
+                DEEPCOPY_RAISES_HERE.format(error_type=type(why).__name__, error=why), why)
+            for (index, why), path in zip(unseen, written[len(found):])
+        ]
+        return cls(found, subject=subject, opaque=opaque)
 
     def lines(self) -> list[str]:
         """One line per finding (path, cause, fix), then one per opaque object."""
@@ -218,6 +248,11 @@ def error_kind(error: str | BaseException) -> str:
     if error not in _ERROR_KINDS:
         raise ValueError(f"error= takes one of {_ERROR_KINDS} or the exception itself, got {error!r}")
     return error
+
+
+def grad_fn_name(t: torch.Tensor) -> str | None:
+    """The name of ``t``'s backward node (``"MulBackward0"``), or None for a leaf."""
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
 
 
 def shape_of(t: torch.Tensor) -> tuple[int | None, ...]:
