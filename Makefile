@@ -21,6 +21,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 .PHONY: catalogs torch-move
 .PHONY: site-test
+.PHONY: error-index
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
 
 lab: lab-setup
@@ -73,6 +74,10 @@ student: setup
 
 bench: setup
 	$(PY) -m bench
+
+# The README's error index, from the package's message constants (tests/test_error_index.py checks it).
+error-index: $(STAMP)
+	$(PY) tools/error_index.py
 
 # A class on JupyterHub on this machine (docs/classroom.md); root, as it makes one account per student.
 STUDENTS ?= 30

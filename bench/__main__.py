@@ -26,7 +26,7 @@ import torch
 
 from bench.harness import format_table
 
-SECTIONS = ("notebooks", "widgets", "copying", "diagnose", "graphs", "footprint", "imports")
+SECTIONS = ("notebooks", "widgets", "copying", "diagnose", "graphs", "footprint", "imports", "notes")
 BENCH = Path(__file__).resolve().parent
 PAGE = BENCH.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -197,9 +197,17 @@ def import_goals(section: dict) -> list[dict]:
             goal_row("deferred to first use (draw, widgets)", f"{section['deferred_ms']:.0f} ms")]
 
 
+def notes_goals(section: dict) -> list[dict]:
+    names = {"runner": "python -m graphleaf_edu", "origins": "python -m graphleaf_edu --origins",
+             "keep_going": "python -m graphleaf_edu --keep-going"}
+    return [goal_row(f"{names[name]} / the plain script, {r['loop']} loop", f"{r[f'{name}_vs_plain']:.2f} x "
+                     f"(whole process {r[f'{name}_process_vs_plain']:.2f} x)")
+            for r in section["rows"] for name in section["variants"]]
+
+
 GOAL_ROWS = {"notebooks": notebook_goals, "widgets": widget_goals, "copying": copying_goals,
              "diagnose": diagnose_goals, "graphs": graph_goals, "footprint": footprint_goals,
-             "imports": import_goals}
+             "imports": import_goals, "notes": notes_goals}
 
 
 def goal_table(rows: list[dict]) -> str:

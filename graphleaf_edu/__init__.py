@@ -22,12 +22,13 @@ pays for none of it; a name whose extra is missing says which one to install:
 The API reference is docs/api.md (tools/api_docs.py writes it from the docstrings).
 
 Package map (data flows down; only notebooks import ``widgets``; docs/package-map.md has it too):
-    errors              PyTorch's messages, error_line (the bottom layer)
+    errors              PyTorch's messages, error_line (the bottom layer); messages: the package's own
+                        words (causes, fixes, notes); places: where in the user's code (file:line)
     deepcopy_walk       what copy.deepcopy reaches, by its protocol; stored_values reads __dict__,
                         slots, items; deepcopy_reducers: reduced objects and known reducers
     paths, causes       each finding's path from root (resolve follows it); its cause and fix
     diagnose, findings  the one verdict (deepcopy_blocker), find_nonleaf, explain; Finding(s), reports
-    copying             safe_deepcopy
+    copying             safe_deepcopy; on_error: notes on a graph error at the user's line
     graphs              draw, the one grad_fn walk; graph_picture: the picture itself
     scenarios/          engine, source (the real code shown), catalog/ (one module per scenario),
                         measure (what a fix really did)

@@ -1,33 +1,47 @@
-"""``python -m graphleaf_edu SCRIPT [ARGS]``: run a script; a graph-leaves error it raises (or
-torch.multiprocessing's "Cowardly refusing ...") ends with notes naming every culprit and its fix."""
+"""``python -m graphleaf_edu [--origins] SCRIPT [ARGS]``: run a script; a graph-leaves error it raises
+(or torch.multiprocessing's "Cowardly refusing ...") ends with notes naming the user's line, every
+culprit and its fix."""
 from __future__ import annotations
 
 import runpy
 import sys
 from pathlib import Path
 
-USAGE = (
-    "usage: python -m graphleaf_edu SCRIPT [ARGS...]\n"
-    "Runs SCRIPT as __main__; if it raises the graph-leaves deepcopy error, the traceback ends with\n"
-    "notes naming the object being copied, every non-leaf tensor's path, its cause and its fix."
-)
+from graphleaf_edu import messages as M
+
+OPTIONS = ("--origins",)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stderr if not argv else sys.stdout)
-        return 2 if not argv else 0
-    script = Path(argv[0])
-    if not script.is_file():
-        print(f"python -m graphleaf_edu: no such script: {script}\n\n{USAGE}", file=sys.stderr)
+    options, rest = _split(argv)
+    if "-h" in options or "--help" in options or (not rest and not options):
+        print(M.RUNNER_USAGE, file=sys.stdout if options else sys.stderr)
+        return 0 if options else 2
+    unknown = [option for option in options if option not in OPTIONS]
+    if unknown or not rest:
+        problem = M.say(M.RUNNER_UNKNOWN_OPTION, option=unknown[0]) if unknown else M.RUNNER_NO_SCRIPT
+        print(f"{problem}\n\n{M.RUNNER_USAGE}", file=sys.stderr)
         return 2
-    sys.argv = list(argv)
+    script = Path(rest[0])
+    if not script.is_file():
+        print(f"{M.say(M.RUNNER_NO_SUCH_SCRIPT, script=script)}\n\n{M.RUNNER_USAGE}", file=sys.stderr)
+        return 2
+    sys.argv = list(rest)
     sys.path[0] = str(script.resolve().parent)  # as `python SCRIPT` would have it
-    from graphleaf_edu.on_error import explain_errors
+    from graphleaf_edu.on_error import explaining
 
-    with explain_errors():
+    again = " ".join(["python -m graphleaf_edu", "--origins", *options, *rest])
+    with explaining(origins="--origins" in options, origins_hint=M.say(M.ORIGINS_HINT_RUNNER, command=again)):
         runpy.run_path(str(script), run_name="__main__")
     return 0
+
+
+def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The runner's own options (before SCRIPT), and SCRIPT with its arguments."""
+    for index, argument in enumerate(argv):
+        if not argument.startswith("-"):
+            return argv[:index], argv[index:]
+    return list(argv), []
 
 
 if __name__ == "__main__":

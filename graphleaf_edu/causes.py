@@ -41,7 +41,7 @@ def _naming(cause: Cause, **names: str) -> Cause:
 
 ROOT_TENSOR = _cause(
     "root-tensor", "the object itself is a non-leaf tensor",
-    "copy `t.detach().clone()` instead, or compute it under `torch.no_grad()` if no gradient is needed",
+    "copy `t.detach()` instead of t (the graph stays on t for backward)",
 )
 NONLEAF_GRAD = _cause(
     "nonleaf-grad", ".grad is non-leaf (backward with create_graph=True)",
@@ -112,7 +112,7 @@ LOOKS_KEPT_ON = _cause(
 )
 DATASET = _cause(
     "dataset", "dataset holds a non-leaf tensor",
-    "build the data under `torch.no_grad()` or store `tensor.detach()` in the dataset",
+    "store `tensor.detach()` in the dataset (in its `__init__`), or build the data under `torch.no_grad()`",
 )
 TENSOR_ATTRIBUTE = _cause(
     "tensor-attribute", "non-leaf tensor stored as an attribute of a tensor (a tensor subclass' attribute)",
@@ -120,7 +120,7 @@ TENSOR_ATTRIBUTE = _cause(
 )
 LOGGED = _cause(
     "logged-output", "looks like a logged metric or step output (by the name {name!r}), still attached to the graph",
-    "log `loss.detach()` (or `loss.item()`); keep only detached outputs in history/state that gets copied",
+    "store `loss.detach()` (or `loss.item()`) where it is logged; keep only detached outputs in history/state that gets copied",
 )
 KV_CACHE = _cause(
     "kv-cache",

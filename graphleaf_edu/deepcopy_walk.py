@@ -14,6 +14,11 @@ cannot copy at all (its reducer raises) as uncopyable. A non-leaf tensor is a cu
 holds (``.grad`` when retained, slots, attributes) is walked too: ``safe_deepcopy`` copies those onto
 its detached copy. A non-leaf of a subclass whose ``__torch_function__`` may implement
 ``Tensor.__deepcopy__`` is copied once, alone, to tell whether it is a culprit.
+
+``walk(root, rules=SEND)`` follows what torch.multiprocessing's ``ForkingPickler`` sends instead
+(queues, a spawned process' arguments, a DataLoader's dataset): its registered reducers first, so a
+tensor sends its data only (no ``.grad``, no ``__dict__``) and is refused when it requires grad and
+is not a leaf; then pickle's own rules, which never call ``__deepcopy__``.
 """
 from __future__ import annotations
 
@@ -23,12 +28,17 @@ import copyreg
 import enum
 import functools
 import types
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.multiprocessing  # noqa: F401 - registers the tensor reducers with ForkingPickler
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
+from multiprocessing.reduction import ForkingPickler
 from torch import nn
+from torch.multiprocessing.reductions import reduce_tensor
 
 from graphleaf_edu.deepcopy_reducers import (
     KNOWN_REDUCERS,
@@ -72,6 +82,7 @@ _MODULE_STORES = {"_parameters": PARAM, "_buffers": BUFFER, "_modules": CHILD}
 _POINTER = tuple.__itemsize__  # the size of one object reference
 _NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__dict__["__getnewargs__"].__code__
 _TUPLE_NEWARGS = tuple.__dict__["__getnewargs__"]
+DEEPCOPY, SEND = "deepcopy", "send"  # the rules a walk follows: copy.deepcopy's, or ForkingPickler's
 
 
 @dataclass
@@ -86,12 +97,17 @@ class Walk:
     # __deepcopy__ directly (not through the memo), so copying needs them too.
     leaves_with_nonleaf_grad: list[torch.Tensor] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)  # what reducers returned: ids must stay unique
+    rules: str = DEEPCOPY
 
 
-def walk(root: Any) -> Walk:
+def walk(root: Any, rules: str = DEEPCOPY) -> Walk:
     """Breadth-first: each object once, on a shortest path; dict keys and set members last, so
-    a path goes through a key only when nothing else reaches the object."""
-    result = Walk(nodes=[(root, -1, "", None)])
+    a path goes through a key only when nothing else reaches the object. ``rules``: ``DEEPCOPY``
+    or ``SEND`` (what torch.multiprocessing pickles)."""
+    if rules not in (DEEPCOPY, SEND):
+        raise ValueError(f"rules= takes {DEEPCOPY!r} or {SEND!r}, got {rules!r}")
+    sending = rules == SEND
+    result = Walk(nodes=[(root, -1, "", None)], rules=rules)
     nodes, seen = result.nodes, {id(root)}
     deferred_keys: list[Node] = []
     index = 0
@@ -104,9 +120,14 @@ def walk(root: Any) -> Walk:
             deferred_keys.clear()
             continue
         obj = nodes[index][0]
-        plan = plan_of(obj)
-        if plan in _TENSOR_PLANS:
-            plan = _tensor_verdict(obj, plan, index, result)
+        if sending:
+            plan = sent_plan_of_class(type(obj))
+            if plan is _sent_tensor_plan and obj.requires_grad and not obj.is_leaf:
+                result.nonleaf.append(index)
+        else:
+            plan = plan_of(obj)
+            if plan in _TENSOR_PLANS:
+                plan = _tensor_verdict(obj, plan, index, result)
         try:
             children = plan(obj, result.keep_alive)
             for kind, key, child in children:
@@ -189,6 +210,30 @@ def plan_of_class(cls: type) -> Plan:
     own_deepcopy = class_lookup(cls, "__deepcopy__")
     if own_deepcopy is not MISSING:
         return _deepcopy_plan(cls, own_deepcopy)
+    return _reduced_plan_of_class(cls)
+
+
+@functools.lru_cache(maxsize=2048)
+def sent_plan_of_class(cls: type) -> Plan:
+    """How ``ForkingPickler`` sends instances of ``cls``: its registered reducers (tensors,
+    storages, bound methods), then pickle's rules (which ignore ``__deepcopy__``)."""
+    reducer = ForkingPickler._extra_reducers.get(cls)  # type: ignore[attr-defined]
+    if reducer is reduce_tensor:
+        return _sent_tensor_plan
+    if reducer is not None:
+        return {types.MethodType: _method_plan, functools.partial: KNOWN_REDUCERS[functools.partial]}.get(
+            cls, _atomic_plan)  # storages, events, descriptors, sockets: handles, not Python objects
+    if issubclass(cls, torch.Tensor):
+        return _sent_subclass_plan
+    if issubclass(cls, AuthenticationString):
+        return _atomic_plan  # a process' authkey: Popen sends it while spawning, refused otherwise
+    if cls is ReducedParts or cls in copy._deepcopy_dispatch or issubclass(cls, _ATOMIC_CLASSES):  # type: ignore[attr-defined]
+        return plan_of_class(typing.cast(type, cls))
+    return _reduced_plan_of_class(cls)
+
+
+def _reduced_plan_of_class(cls: type) -> Plan:
+    """What deepcopy does after ``__deepcopy__``, and pickle does for any object it has no rule for."""
     if cls in copyreg.dispatch_table:
         return copyreg_plan
     if _default_reduce(cls) and not _custom_newargs(cls) and not _state_beyond_dict_and_slots(cls):
@@ -299,6 +344,14 @@ def _numpy_plan(array: Any, keep_alive: list[Any]) -> Children:
 
 def _data_only_plan(obj: Any, keep_alive: list[Any]) -> Children:
     return iter(())
+
+
+def _sent_tensor_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
+    return iter(())  # torch.multiprocessing's reduce_tensor sends the storage and sizes only
+
+
+def _sent_subclass_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
+    return chain(slot_children(t), attribute_children(t))  # Tensor.__reduce_ex__: data and state, no .grad
 
 
 def _tensor_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:

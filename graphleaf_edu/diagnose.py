@@ -25,6 +25,7 @@ from graphleaf_edu.findings import (
     Finding,
     Findings,
     OpaqueObject,
+    error_kind,
     grad_fn_name,
     shape_of,
 )
@@ -187,7 +188,7 @@ def _subclass_blocker(t: torch.Tensor, walkable: bool) -> str | None:
     return None
 
 
-def find_nonleaf(obj: Any) -> Findings:
+def find_nonleaf(obj: Any, error: str | BaseException = "deepcopy") -> Findings:
     """Every tensor reachable from ``obj`` that makes ``copy.deepcopy(obj)`` raise, by path.
 
     One finding per tensor object, on a shortest path, breadth-first:
@@ -199,17 +200,20 @@ def find_nonleaf(obj: Any) -> Findings:
     Objects the walk cannot look inside are in ``.opaque``, those deepcopy cannot copy at all (a
     generator, a lock) also in ``.uncopyable``. Walks what ``copy.deepcopy`` walks, by its own
     protocol (a ``__deepcopy__`` set on an instance included), and inside each non-leaf tensor what
-    ``safe_deepcopy`` copies onto its detached copy; reads only, never modifies ``obj``.
+    ``safe_deepcopy`` copies onto its detached copy; reads only, never modifies ``obj``. With
+    ``error="multiprocessing"`` it walks what torch.multiprocessing sends instead (pickle's rules:
+    a tensor's data only, not its ``.grad`` nor its attributes) and names the tensors it refuses.
 
     Args:
         obj: anything ``copy.deepcopy`` would be given: a tensor, a module, an optimizer, a
             dataset, containers of these.
+        error: ``"deepcopy"``, ``"multiprocessing"``, or the exception raised (its message decides).
 
     Returns:
         ``Findings``: a list of ``Finding``, empty when ``copy.deepcopy(obj)`` meets no non-leaf tensor.
 
     Raises:
-        Nothing of its own: any object is walked.
+        ValueError: ``error`` is neither a known kind nor an exception; any object is walked.
 
     Example:
         >>> model = torch.nn.Linear(2, 2)
@@ -221,7 +225,7 @@ def find_nonleaf(obj: Any) -> Findings:
         >>> gl.find_nonleaf(torch.nn.Linear(2, 2))
         Findings([])
     """
-    return scan(obj).findings
+    return scan(obj, error).findings
 
 
 def explain(obj: Any, error: str | BaseException = "deepcopy") -> None:
@@ -250,7 +254,7 @@ def explain(obj: Any, error: str | BaseException = "deepcopy") -> None:
         <BLANKLINE>
         graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached.
     """
-    find_nonleaf(obj).explain(error)
+    find_nonleaf(obj, error).explain(error)
 
 
 def _blocker(finding: Finding) -> str:
@@ -271,26 +275,28 @@ class Scan:
     findings: Findings
 
 
-def scan(obj: Any) -> Scan:
+def scan(obj: Any, error: str | BaseException = "deepcopy") -> Scan:
     """Walk ``obj`` once as ``copy.deepcopy`` would, and name what the walk found.
 
     ``find_nonleaf(obj)`` is ``scan(obj).findings``; ``safe_deepcopy`` also needs the walk itself.
+    With ``error="multiprocessing"`` the walk follows what torch.multiprocessing sends instead.
 
     Args:
         obj: anything ``copy.deepcopy`` would be given.
+        error: ``"deepcopy"``, ``"multiprocessing"``, or the exception raised (its message decides).
 
     Returns:
         A ``Scan``: the walk and its ``Findings``.
 
     Raises:
-        Nothing of its own: any object is walked.
+        ValueError: ``error`` is neither a known kind nor an exception; any object is walked.
 
     Example:
         >>> scanned = gl.diagnose.scan({"y": torch.ones(2, requires_grad=True) * 2})
         >>> [f.path for f in scanned.findings], len(scanned.walk.nodes)
         (["['y']"], 2)
     """
-    walked = dw.walk(obj)
+    walked = dw.walk(obj, dw.SEND if error_kind(error) == "multiprocessing" else dw.DEEPCOPY)
     judged = [(index, causes.diagnose(walked.nodes, index)) for index in walked.nonleaf]
     unseen: list[tuple[int, str | Exception]] = sorted([*walked.opaque, *walked.uncopyable], key=lambda e: e[0])
     return Scan(walked, Findings.of_walk(walked.nodes, judged, unseen, subject=type(obj).__name__))

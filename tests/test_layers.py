@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
-    {"errors", "i18n", "tables", "tracebacks", "notebook", "kernels"},
+    {"errors", "i18n", "messages", "places", "tables", "tracebacks", "notebook", "kernels"},
     {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose"},
     {"copying", "graph_picture", "on_error"},
     {"graphs", "dataloading"},

@@ -1,0 +1,100 @@
+"""The words of the notes, the runner and the README's error index, written once.
+
+The notes added to an error (``graphleaf_edu.on_error``), the runner's words (``python -m
+graphleaf_edu``), the ``--keep-going`` summary and the README's error index (``tools/error_index.py``)
+quote these constants; each cause's own words and fix are ``graphleaf_edu.causes``' constants. Each reaches the user through
+``graphleaf_edu.i18n.say`` (re-exported here as ``say``), which fills in its ``{fields}`` and
+translates it once the catalogs hold it (none of these is marked with ``N_`` yet: the zh_CN catalog
+requires every marked message to be translated). A bottom layer: it imports only ``i18n``.
+
+    >>> say(SENT_AT, place="train.py:72  queue.put(logits)")
+    'sent at train.py:72  queue.put(logits)'
+"""
+from __future__ import annotations
+
+from graphleaf_edu.i18n import say
+
+__all__ = ["say"]
+
+
+# --- detach() or detach().clone(): the one rule ------------------------------------------------------
+CLONE_RULE = (
+    "`t.detach()` shares t's memory and is enough to copy or send; use `t.detach().clone()` only when the "
+    "detached tensor must not change when t is later changed in place (an optimizer step, `+=`)"
+)
+
+# A send (a queue, a spawned process' arguments): the fix is at the call that sends.
+SEND_FIX = "detach it where it is sent: pass `t.detach()` (`queue.put(t.detach())`, `Process(args=(t.detach(),))`)"
+
+# --- the notes on an error (graphleaf_edu.on_error) --------------------------------------------------
+NOTE_PREFIX = "graphleaf_edu: "
+COPYING_ROOT = "copying root = a {type_name} ({how})"
+SENDING_ROOT = "sending root = a {type_name} ({how})"
+COPIED_AT = "copied at {place}"
+SENT_AT = "sent at {place}"
+PLACE_UNKNOWN = "no line of your own code is on the traceback (the error came from library code alone)"
+HOW_DEEPCOPY = "copy.deepcopy(x) called in {called_in}"
+HOW_INNER_DEEPCOPY = "the innermost copy that fails: copy.deepcopy(x) called in {called_in}, inside a __deepcopy__"
+HOW_DATASET = "the DataLoader's dataset, found in {called_in}"
+HOW_PICKLED = "the object torch.multiprocessing was pickling"
+HOW_PROCESS = "a spawned Process: its target and arguments are pickled at start()"
+HOW_QUEUE = "the object put on a multiprocessing Queue, pickled later by its feeder thread"
+HOW_THE_FAILING_LINE = "the failing line"
+NOT_FOUND = (
+    "could not find the object being {verb} in the traceback; "
+    "call graphleaf_edu.explain(obj) on it to name its non-leaf tensors"
+)
+NOTHING_REACHABLE_COPY = "no non-leaf tensor is reachable from root by deepcopy's protocol"
+NOTHING_REACHABLE_SEND = "no tensor that torch.multiprocessing refuses is reachable from root by pickle's rules"
+MORE_FINDINGS = "... and {count} more: graphleaf_edu.explain(root)"
+SAFE_COPY_HINT = "graphleaf_edu.safe_deepcopy(root) copies root with these tensors detached"
+SEND_RULES = "walked by what torch.multiprocessing sends: a tensor's data only (not its .grad, not its attributes)"
+CREATED_AT = "created at {places}"
+CREATED_IN_LIBRARY = (
+    "created at {places}, inside the library call made there "
+    "(a line that stored it later, such as a hook's, is not on this stack)"
+)
+CREATED_NOT_RECORDED = "its creation was not recorded (it was made before origins were turned on)"
+CALLED_FROM = "{place} (called from {outer})"
+ORIGINS_HINT_RUNNER = (
+    "to name the line that created each tensor, run again with origins on: "
+    "{command}"
+)
+ORIGINS_HINT_CODE = (
+    "to name the line that created each tensor, turn origins on before the forward pass: "
+    "torch.autograd.set_detect_anomaly(True, check_nan=False)"
+)
+FEEDER_THREAD = (
+    "the error was raised in the Queue's feeder thread: the item was dropped, and the script went on"
+)
+CELL_PLACE = "Cell {cell}, line {line}"
+GROUPED_FINDING = "{where}: {count} tensors, {cause} (grad_fn={grad_fn}) | fix: {fix}"
+
+# --- python -m graphleaf_edu ---------------------------------------------------------------------
+RUNNER_USAGE = (
+    "usage: python -m graphleaf_edu [--origins] SCRIPT [ARGS...]\n"
+    "Runs SCRIPT as __main__; if it raises the graph-leaves deepcopy error (or torch.multiprocessing's\n"
+    "\"Cowardly refusing to serialize\"), the traceback ends with notes naming the line of your code that\n"
+    "copied or sent the object, every non-leaf tensor's path, its cause and its fix.\n"
+    "\n"
+    "  --origins   also name the line of your code that created each of those tensors (autograd's\n"
+    "              anomaly mode: a compute-bound script runs several times slower)"
+)
+RUNNER_NO_SCRIPT = "python -m graphleaf_edu: which script? none given"
+RUNNER_UNKNOWN_OPTION = "python -m graphleaf_edu: unknown option {option}"
+RUNNER_NO_SUCH_SCRIPT = "python -m graphleaf_edu: no such script: {script}"
+
+# --- the README's error index (tools/error_index.py writes it between its markers) ------------------
+INDEX_RUNNER = "`python -m graphleaf_edu your_script.py` (names your line, each culprit, its fix)"
+INDEX_EXPLAIN_COPIED = (
+    "`gl.explain(obj)` on what was copied (`model`, a dict of outputs; for an EMA/SWA/teacher wrapper, "
+    "the model you passed it)"
+)
+INDEX_EXPLAIN_WEIGHT_NORM = "`gl.explain(model)` (names `….weight`, cause \"old weight_norm\")"
+INDEX_EXPLAIN_GRAD = "`gl.explain(w)` (names `.grad`)"
+INDEX_EXPLAIN_DATASET = "`gl.explain(loader.dataset)`"
+INDEX_EXPLAIN_SENT = "`gl.explain(loader.dataset, \"multiprocessing\")`, or `gl.explain(t, \"multiprocessing\")` on what you sent"
+INDEX_PARAMETRIZED_SAVE = "{fix}; save `model.state_dict()` (parametrized modules refuse `torch.save(model)`)"
+INDEX_FOR_A_LONE_TENSOR = "for a lone tensor: {fix}"
+INDEX_FOR_A_DATASET = "for a dataset: {fix}"
+INDEX_SEE_THE_ERROR = "{fix}; always pass `timeout=` to see the error"

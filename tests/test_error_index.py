@@ -1,0 +1,30 @@
+"""The README's error index is what tools/error_index.py makes of the package's message constants, and
+it quotes the fixes in the notes' own words."""
+import sys
+from pathlib import Path
+
+from graphleaf_edu import messages as M
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import error_index  # noqa: E402
+
+
+def test_the_committed_readme_holds_the_generated_index():
+    assert error_index.main(["--check"]) == 0, "run: make error-index"
+
+
+def test_the_index_quotes_the_fixes_the_notes_give():
+    block = error_index.block()
+    for fix in (M.CACHED_FIX, M.ROOT_TENSOR_FIX, M.NONLEAF_GRAD_FIX, M.DATASET_FIX, M.SEND_FIX, M.CLONE_RULE):
+        assert fix in block
+    assert "`python -m graphleaf_edu" in block
+
+
+def test_a_readme_without_the_markers_is_refused_with_what_to_add():
+    import pytest
+
+    with pytest.raises(ValueError, match="error-index:start"):
+        error_index.with_block("# README\n", "table")
+    assert error_index.with_block(f"a\n{error_index.START}\nold\n{error_index.END}\nb", "new") == (
+        f"a\n{error_index.START}\nnew\n{error_index.END}\nb")
