@@ -86,15 +86,13 @@ RUNNER_NO_SUCH_SCRIPT = "python -m graphleaf_edu: no such script: {script}"
 
 # --- the README's error index (tools/error_index.py writes it between its markers) ------------------
 INDEX_RUNNER = "`python -m graphleaf_edu your_script.py` (names your line, each culprit, its fix)"
-INDEX_EXPLAIN_COPIED = (
-    "`gl.explain(obj)` on what was copied (`model`, a dict of outputs; for an EMA/SWA/teacher wrapper, "
-    "the model you passed it)"
-)
+INDEX_EXPLAIN_COPIED = "`gl.explain(obj)` on what was copied (for an EMA/SWA/teacher wrapper: the model you gave it)"
 INDEX_EXPLAIN_WEIGHT_NORM = "`gl.explain(model)` (names `….weight`, cause \"old weight_norm\")"
 INDEX_EXPLAIN_GRAD = "`gl.explain(w)` (names `.grad`)"
 INDEX_EXPLAIN_DATASET = "`gl.explain(loader.dataset)`"
 INDEX_EXPLAIN_SENT = "`gl.explain(loader.dataset, \"multiprocessing\")`, or `gl.explain(t, \"multiprocessing\")` on what you sent"
 INDEX_PARAMETRIZED_SAVE = "{fix}; save `model.state_dict()` (parametrized modules refuse `torch.save(model)`)"
 INDEX_FOR_A_LONE_TENSOR = "for a lone tensor: {fix}"
-INDEX_FOR_A_DATASET = "for a dataset: {fix}"
-INDEX_SEE_THE_ERROR = "{fix}; always pass `timeout=` to see the error"
+INDEX_FOR_A_DATASET = "for a dataset: as in the rows above"
+INDEX_SAME_FIX = "the same as in the row above"
+INDEX_SEE_THE_ERROR = "the same as for the dataset rows above; always pass `timeout=` to see the error"

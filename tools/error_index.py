@@ -51,12 +51,12 @@ def rows() -> list[tuple[str, str, str, str]]:
          "`02_what_deepcopy_does` §2; `08_in_the_wild` §6"),
         (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", M.INDEX_EXPLAIN_DATASET, dataset_fix,
          "`05_scenario_dataloader_workers`, \"`fork`\""),
-        (f"{WORKER}{STACK_OUT}", M.INDEX_EXPLAIN_DATASET, dataset_fix, "`05_scenario_dataloader_workers`, \"`fork`\""),
+        (f"{WORKER}{STACK_OUT}", M.INDEX_EXPLAIN_DATASET, M.INDEX_SAME_FIX, "`05_scenario_dataloader_workers`, \"`fork`\""),
         (cowardly, f"{M.INDEX_RUNNER}; or {M.INDEX_EXPLAIN_SENT}",
-         f"{M.SEND_FIX}; {M.say(M.INDEX_FOR_A_DATASET, fix=dataset_fix)}",
+         f"{M.SEND_FIX}; {M.INDEX_FOR_A_DATASET}",
          "`05_scenario_dataloader_workers`, \"Why: `torch.multiprocessing`'s pickler\"; `08_in_the_wild` §7"),
         ("`DataLoader timed out after N seconds` with `batch_size=None` (or a DataLoader that never returns)",
-         M.INDEX_EXPLAIN_DATASET, M.say(M.INDEX_SEE_THE_ERROR, fix=dataset_fix),
+         M.INDEX_EXPLAIN_DATASET, M.INDEX_SEE_THE_ERROR,
          "`05_scenario_dataloader_workers`, \"`batch_size=None`\""),
     ]
 
