@@ -121,7 +121,8 @@ def walk(root: Any, rules: str = DEEPCOPY) -> Walk:
             continue
         obj = nodes[index][0]
         if sending:
-            plan = sent_plan_of_class(type(obj))
+            cls: type = type(obj)
+            plan = sent_plan_of_class(cls)
             if plan is _sent_tensor_plan and obj.requires_grad and not obj.is_leaf:
                 result.nonleaf.append(index)
         else:

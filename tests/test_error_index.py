@@ -3,6 +3,7 @@ it quotes the fixes in the notes' own words."""
 import sys
 from pathlib import Path
 
+from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,7 +17,7 @@ def test_the_committed_readme_holds_the_generated_index():
 
 def test_the_index_quotes_the_fixes_the_notes_give():
     block = error_index.block()
-    for fix in (M.CACHED_FIX, M.ROOT_TENSOR_FIX, M.NONLEAF_GRAD_FIX, M.DATASET_FIX, M.SEND_FIX, M.CLONE_RULE):
+    for fix in (C.CACHED.fix, C.ROOT_TENSOR.fix, C.NONLEAF_GRAD.fix, C.DATASET.fix, M.SEND_FIX, M.CLONE_RULE):
         assert fix in block
     assert "`python -m graphleaf_edu" in block
 
