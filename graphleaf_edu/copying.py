@@ -64,9 +64,9 @@ class DetachedTensorsWarning(UserWarning):
 def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     """A deep copy of ``obj`` in which every non-leaf tensor becomes ``t.detach().clone()``.
 
-    Everything else is exactly what ``copy.deepcopy`` makes (aliases, devices, dtypes,
-    Parameters, buffers, ``training``, a detached tensor's own attributes, slots and retained ``.grad``). ``obj`` is never
-    modified; if the copy fails, the original error propagates. With ``warn=True``, one
+    Everything else is exactly what ``copy.deepcopy`` makes (aliases, devices, dtypes, Parameters,
+    buffers, ``training``, a detached tensor's own attributes, slots and retained ``.grad``). ``obj``
+    is never modified; if the copy fails, the original error propagates. With ``warn=True``, one
     ``DetachedTensorsWarning`` lists the paths (as in ``find_nonleaf``) of the tensors detached.
 
     Args:

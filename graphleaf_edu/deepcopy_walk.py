@@ -153,8 +153,14 @@ def _tensor_verdict(t: torch.Tensor, plan: Plan, index: int, result: Walk) -> Pl
     A non-leaf is a culprit, and its ``.grad``, slots and attributes are walked too:
     ``safe_deepcopy`` copies them onto its detached copy. A subclass whose ``__torch_function__``
     may implement ``Tensor.__deepcopy__`` is copied once to tell (a non-leaf only: for a
-    non-leaf, the default implementation refuses before it copies anything)."""
+    non-leaf, the default implementation refuses before it copies anything); so is a leaf of a
+    layout torch cannot copy, whose refusal is then recorded where it is."""
     if t.is_leaf:
+        if storage_torch_cannot_copy(t):
+            refusal = _probe_deepcopy(t)
+            if refusal is not None:
+                result.uncopyable.append((index, refusal))
+                return _atomic_plan
         if plan is _tensor_plan and t.grad is not None and not t.grad.is_leaf:
             result.leaves_with_nonleaf_grad.append(t)
         return _tensor_plan
@@ -167,6 +173,14 @@ def _tensor_verdict(t: torch.Tensor, plan: Plan, index: int, result: Walk) -> Pl
             return _atomic_plan
     result.nonleaf.append(index)
     return _tensor_plan
+
+
+SPARSE_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+
+
+def storage_torch_cannot_copy(t: torch.Tensor) -> bool:
+    """A layout ``Tensor.__deepcopy__`` cannot copy even as a leaf: sparse CSR/CSC/BSR/BSC, strided nested."""
+    return t.layout in SPARSE_COMPRESSED or (t.is_nested and type(t) is torch.Tensor)
 
 
 def _probe_deepcopy(t: torch.Tensor) -> Exception | None:

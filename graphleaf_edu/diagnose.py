@@ -159,16 +159,13 @@ def _require_tensor(t: Any, function: str) -> None:
         )
 
 
-_SPARSE_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
-
-
 def _unsupported_by_torch(t: torch.Tensor) -> str | None:
     """Leaf tensors that ``Tensor.__deepcopy__`` itself cannot copy, whatever their graph."""
-    if t.layout in _SPARSE_COMPRESSED:
+    if dw.storage_torch_cannot_copy(t):
+        if t.is_nested:
+            return "strided nested tensor: Tensor.__deepcopy__ cannot copy it (NotImplementedError); use layout=torch.jagged"
         layout = str(t.layout).removeprefix("torch.")
         return f"{layout} layout: Tensor.__deepcopy__ cannot copy it (NotImplementedError, no storage)"
-    if t.is_nested and type(t) is torch.Tensor:
-        return "strided nested tensor: Tensor.__deepcopy__ cannot copy it (NotImplementedError); use layout=torch.jagged"
     if type(t) is torch.Tensor:
         return None
     return _subclass_blocker(t, walkable=True)

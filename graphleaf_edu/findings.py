@@ -158,12 +158,14 @@ class Findings(list[Finding]):
             Finding(path, nodes[index][0], grad_fn_name(nodes[index][0]) or "None", said.cause, said.fix, said.kind)
             for (index, said), path in zip(judged, written)  # culprits are non-leaf: they have a grad_fn
         ]
-        opaque = [
-            OpaqueObject(path, type(nodes[index][0]).__qualname__, why) if isinstance(why, str) else OpaqueObject(
-                path, type(nodes[index][0]).__qualname__,
-                DEEPCOPY_RAISES_HERE.format(error_type=type(why).__name__, error=why), why)
-            for (index, why), path in zip(unseen, written[len(found):])
-        ]
+        opaque = []
+        for (index, why), path in zip(unseen, written[len(found):]):
+            type_name = type(nodes[index][0]).__qualname__
+            if isinstance(why, str):
+                opaque.append(OpaqueObject(path, type_name, why))
+            else:
+                reason = DEEPCOPY_RAISES_HERE.format(error_type=type(why).__name__, error=why)
+                opaque.append(OpaqueObject(path, type_name, reason, why))
         return cls(found, subject=subject, opaque=opaque)
 
     def lines(self) -> list[str]:

@@ -385,6 +385,24 @@ def test_a_generator_beside_a_nonleaf_is_named_and_never_recommended_to_safe_dee
     assert snapshot(obj) == before and next(obj["steps"]) == 0  # not even the generator was touched
 
 
+@pytest.mark.parametrize("layout", ["sparse_csr", "strided nested"])
+def test_a_leaf_of_a_layout_torch_cannot_copy_is_named_where_it_is(layout):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leaf = (torch.eye(3).to_sparse_csr() if layout == "sparse_csr"
+                else torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]))
+    model = nn.Linear(2, 2)
+    model.table = leaf
+    with pytest.raises(NotImplementedError) as raised_by_deepcopy:
+        copy.deepcopy(model)
+    findings = find_nonleaf(model)
+    assert findings == [] and [(o.path, o.blocks_copy) for o in findings.uncopyable] == [(".table", True)]
+    with pytest.raises(NotImplementedError, match=r"root\.table \(Tensor\)") as raised:
+        safe_deepcopy(model)
+    assert str(raised_by_deepcopy.value).splitlines()[0] in str(raised.value)
+    assert "Tensor.__deepcopy__ cannot copy it (NotImplementedError" in deepcopy_blocker(leaf)
+
+
 def test_nothing_but_an_uncopyable_object(capsys):
     explain({"steps": counting()})
     text = capsys.readouterr().out
