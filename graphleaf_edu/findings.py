@@ -42,6 +42,8 @@ NO_NONLEAF_BUT_UNCOPYABLE = (
 NOT_LOOKED_INSIDE = "Not looked inside (a non-leaf tensor there would not be listed above):"
 CANNOT_BE_COPIED = "Cannot be copied (copy.deepcopy raises there, whatever is detached):"
 DEEPCOPY_RAISES_HERE = "copy.deepcopy fails here: {error_type}: {error}"
+NOT_LOOKED_INSIDE_LINE = "cannot look inside: {line}"
+CANNOT_COPY_LINE = "cannot be copied: {line}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,8 +171,10 @@ class Findings(list[Finding]):
         return cls(found, subject=subject, opaque=opaque)
 
     def lines(self) -> list[str]:
-        """One line per finding (path, cause, fix), then one per opaque object."""
-        return [finding.line() for finding in self] + [f"cannot look inside: {o.line()}" for o in self.opaque]
+        """One line per finding (path, cause, fix), then one per object not looked inside or not copyable."""
+        return [finding.line() for finding in self] + [
+            (CANNOT_COPY_LINE if o.blocks_copy else NOT_LOOKED_INSIDE_LINE).format(line=o.line()) for o in self.opaque
+        ]
 
     def report(self, error: str | BaseException = "deepcopy") -> str:
         """What breaks the copy, where, and the fix for each finding.

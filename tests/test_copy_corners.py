@@ -372,6 +372,7 @@ def test_a_generator_beside_a_nonleaf_is_named_and_never_recommended_to_safe_dee
     findings = find_nonleaf(obj)
     assert [f.path for f in findings] == ["['y']"]
     assert [(o.path, o.type_name, o.blocks_copy) for o in findings.opaque] == [("['steps']", "generator", True)]
+    assert findings.lines()[1].startswith("cannot be copied: root['steps'] (generator) copy.deepcopy fails here")
     explain(obj)
     text = capsys.readouterr().out
     assert "copies it anyway" not in text and "safe_deepcopy(root) cannot copy it either" in text
