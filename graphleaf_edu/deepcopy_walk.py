@@ -31,12 +31,12 @@ import types
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import torch
-import torch.multiprocessing  # noqa: F401 - registers the tensor reducers with ForkingPickler
-from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
-from multiprocessing.reduction import ForkingPickler
+import torch.multiprocessing
 from torch import nn
 from torch.multiprocessing.reductions import reduce_tensor
 
@@ -126,9 +126,7 @@ def walk(root: Any, rules: str = DEEPCOPY) -> Walk:
             if plan is _sent_tensor_plan and obj.requires_grad and not obj.is_leaf:
                 result.nonleaf.append(index)
         else:
-            plan = plan_of(obj)
-            if plan in _TENSOR_PLANS:
-                plan = _tensor_verdict(obj, plan, index, result)
+            plan = _plan_noting_tensors(obj, index, result)
         try:
             children = plan(obj, result.keep_alive)
             for kind, key, child in children:
@@ -147,30 +145,32 @@ def walk(root: Any, rules: str = DEEPCOPY) -> Walk:
     return result
 
 
-def _tensor_verdict(t: torch.Tensor, plan: Plan, index: int, result: Walk) -> Plan:
-    """Record what ``Tensor.__deepcopy__`` makes of ``t``; the plan that lists what to walk in it.
+def _plan_noting_tensors(obj: Any, index: int, result: Walk) -> Plan:
+    """The plan for ``obj``; for a tensor, what ``Tensor.__deepcopy__`` makes of it is noted in
+    ``result`` on the way, and the plan lists what to walk in it.
 
     A non-leaf is a culprit, and its ``.grad``, slots and attributes are walked too:
-    ``safe_deepcopy`` copies them onto its detached copy. A subclass whose ``__torch_function__``
-    may implement ``Tensor.__deepcopy__`` is copied once to tell (a non-leaf only: for a
-    non-leaf, the default implementation refuses before it copies anything); so is a leaf of a
-    layout torch cannot copy, whose refusal is then recorded where it is."""
-    if t.is_leaf:
-        if storage_torch_cannot_copy(t):
-            refusal = _probe_deepcopy(t)
-            if refusal is not None:
-                result.uncopyable.append((index, refusal))
+    ``safe_deepcopy`` copies them onto its detached copy. Copied once, alone, to tell: a non-leaf
+    of a subclass whose ``__torch_function__`` may implement ``Tensor.__deepcopy__`` (for a
+    non-leaf, the default implementation refuses before it copies anything), and a leaf of a
+    layout torch cannot copy (its refusal is then recorded where it is)."""
+    plan = plan_of(obj)
+    if plan not in _TENSOR_PLANS:
+        return plan
+    t: torch.Tensor = obj
+    if (not t.is_leaf and plan is _torch_function_plan) or (t.is_leaf and storage_torch_cannot_copy(t)):
+        try:
+            copy.deepcopy(t, {})
+        except Exception as error:  # noqa: BLE001 - what deepcopy raises is the verdict
+            if t.is_leaf or GRAPH_LEAVES not in str(error):
+                result.uncopyable.append((index, error))
                 return _atomic_plan
+        else:
+            return _atomic_plan  # it copied, all it holds included
+    if t.is_leaf:
         if plan is _tensor_plan and t.grad is not None and not t.grad.is_leaf:
             result.leaves_with_nonleaf_grad.append(t)
         return _tensor_plan
-    if plan is _torch_function_plan:
-        refusal = _probe_deepcopy(t)
-        if refusal is None:
-            return _atomic_plan  # its __torch_function__ copied it, all it holds included
-        if GRAPH_LEAVES not in str(refusal):
-            result.uncopyable.append((index, refusal))
-            return _atomic_plan
     result.nonleaf.append(index)
     return _tensor_plan
 
@@ -181,14 +181,6 @@ SPARSE_COMPRESSED = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch
 def storage_torch_cannot_copy(t: torch.Tensor) -> bool:
     """A layout ``Tensor.__deepcopy__`` cannot copy even as a leaf: sparse CSR/CSC/BSR/BSC, strided nested."""
     return t.layout in SPARSE_COMPRESSED or (t.is_nested and type(t) is torch.Tensor)
-
-
-def _probe_deepcopy(t: torch.Tensor) -> Exception | None:
-    try:
-        copy.deepcopy(t, {})
-    except Exception as error:  # noqa: BLE001 - what deepcopy raises is the verdict
-        return error
-    return None
 
 
 class Opaque(Exception):
@@ -380,8 +372,8 @@ def _tensor_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
 
 
 def _torch_function_plan(t: torch.Tensor, keep_alive: list[Any]) -> Children:
-    """A subclass whose ``__torch_function__`` may copy it its own way (``_tensor_verdict`` probes
-    a non-leaf); a leaf's parts are walked as the default ``__deepcopy__`` copies them."""
+    """A subclass whose ``__torch_function__`` may copy it its own way (``_plan_noting_tensors``
+    probes a non-leaf); a leaf's parts are walked as the default ``__deepcopy__`` copies them."""
     return _tensor_plan(t, keep_alive)
 
 
