@@ -113,16 +113,16 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
 
 def _detached_memo(scanned: Scan) -> dict[int, Any]:
     """A memo for ``copy.deepcopy`` in which each found non-leaf tensor is already copied, detached,
-    and so is each leaf whose ``.grad`` is one (``Tensor.__deepcopy__`` would copy that ``.grad``
-    by its own ``__deepcopy__``, not through the memo). All twins go in first, then what they hold
-    (``.grad``, slots, attributes) is copied through the same memo, so aliases among them are kept."""
+    and so is each leaf ``Tensor.__deepcopy__`` would fail on or write to (``Walk.leaves_to_copy``).
+    All twins go in first, then what they hold (``.grad``, slots, attributes) is copied through the
+    same memo, so aliases among them are kept."""
     memo: dict[int, Any] = {}
     keep_alive = memo.setdefault(id(memo), [])  # ids in memo must not be reused meanwhile
     twins = []
     for finding in scanned.findings:
         tensor = finding.tensor
         twins.append((tensor, tensor.detach().clone()))  # a view's clone holds only its own elements
-    for leaf in scanned.walk.leaves_with_nonleaf_grad:
+    for leaf in scanned.walk.leaves_to_copy:
         twins.append((leaf, copy.deepcopy(leaf.detach(), memo).requires_grad_(leaf.requires_grad)))
     for tensor, twin in twins:
         memo[id(tensor)] = twin

@@ -67,6 +67,7 @@ from graphleaf_edu.stored_values import (
     chain,
     class_lookup,
     dict_children,
+    holds_cleared_caches,
     instance_dict,
     sequence_children,
     slot_children,
@@ -93,9 +94,10 @@ class Walk:
     nonleaf: list[int] = field(default_factory=list)  # node indices of the culprits
     opaque: list[tuple[int, str]] = field(default_factory=list)  # node index, why it was not looked inside
     uncopyable: list[tuple[int, Exception]] = field(default_factory=list)  # node index, what deepcopy raises there
-    # Leaves whose .grad is a non-leaf: Tensor.__deepcopy__ copies .grad by calling its
-    # __deepcopy__ directly (not through the memo), so copying needs them too.
-    leaves_with_nonleaf_grad: list[torch.Tensor] = field(default_factory=list)
+    # Leaves that safe_deepcopy copies itself, as Tensor.__deepcopy__ would but without what makes
+    # that fail or write to them: a non-leaf .grad (Tensor.__deepcopy__ copies .grad by its own
+    # __deepcopy__, not through the memo), or caches it would clear from them (a jagged tensor's sizes).
+    leaves_to_copy: list[torch.Tensor] = field(default_factory=list)
     keep_alive: list[Any] = field(default_factory=list)  # what reducers returned: ids must stay unique
     rules: str = DEEPCOPY
 
@@ -168,8 +170,8 @@ def _plan_noting_tensors(obj: Any, index: int, result: Walk) -> Plan:
         else:
             return _atomic_plan  # it copied, all it holds included
     if t.is_leaf:
-        if plan is _tensor_plan and t.grad is not None and not t.grad.is_leaf:
-            result.leaves_with_nonleaf_grad.append(t)
+        if plan is _tensor_plan and ((t.grad is not None and not t.grad.is_leaf) or holds_cleared_caches(t)):
+            result.leaves_to_copy.append(t)
         return _tensor_plan
     result.nonleaf.append(index)
     return _tensor_plan

@@ -56,6 +56,11 @@ def tensor_attributes(t: Any) -> dict[str, Any]:
     return {name: value for name, value in state.items() if name not in _CLEARED_BEFORE_COPY}
 
 
+def holds_cleared_caches(t: Any) -> bool:
+    """Whether ``Tensor.__deepcopy__`` would clear caches from this tensor's ``__dict__`` (write to it)."""
+    return not _CLEARED_BEFORE_COPY.isdisjoint(instance_dict(t))
+
+
 def chain(*parts: Iterable[tuple[str, Any, Any]]) -> Children:
     for part in parts:
         yield from part

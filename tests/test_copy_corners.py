@@ -246,6 +246,21 @@ def test_a_leaf_jagged_nested_tensor_is_walked_without_its_cached_capsules():
     copy.deepcopy(leaf)
 
 
+def test_a_leaf_jagged_nested_tensor_keeps_the_caches_deepcopy_would_clear_from_it():
+    rows = [leaf_source(False, 2, 3), leaf_source(False, 4, 3)]
+    leaf = torch.nested.nested_tensor(rows, layout=torch.jagged, requires_grad=True)
+    leaf * 1  # an operation caches its sizes on it, in a PyCapsule
+    assert "_sym_sizes_capsule" in vars(leaf)
+    obj = {"n": leaf, "y": leaf_source(True, 2) * 2}
+    before, cached = snapshot(obj), sorted(vars(leaf))
+    ours, _ = quietly(safe_deepcopy, obj)
+    assert snapshot(obj) == before and sorted(vars(leaf)) == cached
+    reference = copy.deepcopy({"n": leaf, "y": obj["y"].detach()})  # deepcopy clears them from the original
+    assert "_sym_sizes_capsule" not in vars(leaf)
+    assert_same_copy(ours, reference)
+    assert ours["n"].requires_grad and ours["n"].is_leaf
+
+
 def test_a_strided_nested_nonleaf_is_detached_although_deepcopy_cannot_copy_its_detached_form():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
