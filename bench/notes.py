@@ -1,4 +1,5 @@
-"""What ``python -m graphleaf_edu`` costs a training script that never fails: origins off, and on.
+"""What ``python -m graphleaf_edu`` costs a training script that never fails: origins off, on, and
+``--keep-going`` (its hooks on every deepcopy and send, and origins on).
 
 Two real loops (bench/loops/): the capstone's fixed loop (fork DataLoader workers, a forward hook, an EMA
 teacher), which its workers dominate, and a compute-bound MLP loop, where autograd's anomaly mode
@@ -27,6 +28,7 @@ VARIANTS = {  # name: the command before the script
     "plain": [sys.executable],
     "runner": RUNNER,
     "origins": [*RUNNER, "--origins"],
+    "keep_going": [*RUNNER, "--keep-going"],
 }
 SIZES = {"capstone_like": ("4", "1"), "compute_bound": ("400", "40")}  # (full, quick) epochs or steps
 LOOP_TIME = re.compile(r"^loop_s=([0-9.]+) cpu_s=([0-9.]+)$", re.MULTILINE)

@@ -227,7 +227,7 @@ def sent_plan_of_class(cls: type) -> Plan:
     """How ``ForkingPickler`` sends instances of ``cls``: its registered reducers (tensors,
     storages, bound methods), then pickle's rules (which ignore ``__deepcopy__``)."""
     reducer = ForkingPickler._extra_reducers.get(cls)  # type: ignore[attr-defined]
-    if reducer is reduce_tensor:
+    if getattr(reducer, "__wrapped__", reducer) is reduce_tensor:  # also as python -m graphleaf_edu --keep-going wraps it
         return _sent_tensor_plan
     if reducer is not None:
         return {types.MethodType: _method_plan, functools.partial: KNOWN_REDUCERS[functools.partial]}.get(

@@ -2,9 +2,9 @@
 
 The notes added to an error (``graphleaf_edu.on_error``), the runner's words (``python -m
 graphleaf_edu``), the ``--keep-going`` summary and the README's error index (``tools/error_index.py``)
-quote these constants; each cause's own words and fix are ``graphleaf_edu.causes``' constants. Each reaches the user through
-``graphleaf_edu.i18n.say`` (re-exported here as ``say``), which fills in its ``{fields}`` and
-translates it once the catalogs hold it (none of these is marked with ``N_`` yet: the zh_CN catalog
+quote these constants; each cause's own words and fix are ``graphleaf_edu.causes``' constants.
+Each reaches the user through ``graphleaf_edu.i18n.say`` (re-exported here as ``say``), which fills
+in its ``{fields}`` and translates it once the catalogs hold it (none of these is marked with ``N_`` yet: the zh_CN catalog
 requires every marked message to be translated). A bottom layer: it imports only ``i18n``.
 
     >>> say(SENT_AT, place="train.py:72  queue.put(logits)")
@@ -71,21 +71,37 @@ CELL_PLACE = "Cell {cell}, line {line}"
 GROUPED_FINDING = "{where}: {count} tensors, {cause} (grad_fn={grad_fn}) | fix: {fix}"
 
 # --- python -m graphleaf_edu ---------------------------------------------------------------------
+KG_CANNOT_CONTINUE = (
+    "What --keep-going cannot continue past: a process it does not run in (a spawned or forkserver child,\n"
+    "a torch.multiprocessing.spawn worker: their own deepcopies and sends fail as usual, and the error\n"
+    "that reaches this process ends the run); a fork DataLoader worker that collates non-leaf samples\n"
+    "(`stack(): functions with out=... arguments don't support automatic differentiation`): the\n"
+    "dataset is named when the loader's iterator starts, then the worker's error ends the run; a tensor\n"
+    "subclass with its own __deepcopy__; and any other error the script raises. What a fork child\n"
+    "(a DataLoader worker) copies or sends with a culprit detached is not in the summary."
+)
 RUNNER_USAGE = (
-    "usage: python -m graphleaf_edu [--origins] SCRIPT [ARGS...]\n"
+    "usage: python -m graphleaf_edu [--keep-going] [--origins] SCRIPT [ARGS...]\n"
     "Runs SCRIPT as __main__; if it raises the graph-leaves deepcopy error (or torch.multiprocessing's\n"
     "\"Cowardly refusing to serialize\"), the traceback ends with notes naming the line of your code that\n"
     "copied or sent the object, every non-leaf tensor's path, its cause and its fix.\n"
     "\n"
-    "  --origins   also name the line of your code that created each of those tensors (autograd's\n"
-    "              anomaly mode: a compute-bound script runs several times slower)"
+    "  --keep-going  every cause in one run: each deepcopy or send that would fail is recorded and done\n"
+    "                with the culprits detached, so the script goes on; a summary at exit names each\n"
+    "                cause once (path, cause, the lines that created and copied or sent it, the fix).\n"
+    "                A failure inside a try of the script that catches it is raised as usual and\n"
+    "                listed as handled by the script. Records origins. Exit status: the script's own\n"
+    "                non-zero status, else 1 when a cause was found, else 0.\n"
+    "  --origins     also name the line of your code that created each of those tensors (autograd's\n"
+    "                anomaly mode: a compute-bound script runs slower, ~1.5 x in make bench)\n"
+    "\n" + KG_CANNOT_CONTINUE
 )
 RUNNER_NO_SCRIPT = "python -m graphleaf_edu: which script? none given"
 RUNNER_UNKNOWN_OPTION = "python -m graphleaf_edu: unknown option {option}"
 RUNNER_NO_SUCH_SCRIPT = "python -m graphleaf_edu: no such script: {script}"
 
 # --- the README's error index (tools/error_index.py writes it between its markers) ------------------
-INDEX_RUNNER = "`python -m graphleaf_edu your_script.py` (names your line, each culprit, its fix)"
+INDEX_RUNNER = "`python -m graphleaf_edu --keep-going your_script.py`"
 INDEX_EXPLAIN_COPIED = "`gl.explain(obj)` on what was copied (for an EMA/SWA/teacher wrapper: the model you gave it)"
 INDEX_EXPLAIN_WEIGHT_NORM = "`gl.explain(model)` (names `….weight`, cause \"old weight_norm\")"
 INDEX_EXPLAIN_GRAD = "`gl.explain(w)` (names `.grad`)"
@@ -96,3 +112,27 @@ INDEX_FOR_A_LONE_TENSOR = "for a lone tensor: {fix}"
 INDEX_FOR_A_DATASET = "for a dataset: as in the rows above"
 INDEX_SAME_FIX = "the same as in the row above"
 INDEX_SEE_THE_ERROR = "the same as for the dataset rows above; always pass `timeout=` to see the error"
+
+# --- python -m graphleaf_edu --keep-going: the summary at exit ----------------------------------
+KG_PREFIX = "graphleaf_edu --keep-going: "
+KG_ROOT = "a {type_name} ({how})"
+KG_HEADER = "{count} cause(s) found; each copy or send went on with these tensors detached (the script's own results may differ from a fixed run's)"
+KG_NONE = "no deepcopy or torch.multiprocessing send met a non-leaf tensor in this run"
+KG_STOPPED = "the script stopped at: {error}"
+KG_TIMES = " ({times} times)"
+KG_NO_USER_LINE = "no line of your own code on the stack"
+KG_HANDLED = "handled by the script: its own except clause caught the error, raised as without --keep-going"
+CHECKED_AT = "checked when the loader's iterator started at {place}"
+HOW_FORK_DATASET = "a fork DataLoader's dataset: its workers read it as it is"
+KG_LIMIT_FORK_WORKERS = (
+    "a fork DataLoader's workers read its dataset as it is: one that deep-copies a sample goes on with it "
+    "detached, one that collates non-leaf samples fails (stack(out=...)) and ends the run"
+)
+KG_LIMIT_WORKER_STACK = (
+    "--keep-going cannot continue past a fork DataLoader worker that collates non-leaf samples: "
+    "fix the dataset named above and run again"
+)
+KG_LIMIT_UNREACHED = (
+    "--keep-going cannot continue past this one: it was raised where its hooks do not run (a spawned child "
+    "process, a tensor subclass' own __deepcopy__); its notes above name it"
+)

@@ -66,13 +66,13 @@ def is_graph_error(error: BaseException) -> bool:
 
 def graph_error_in(error: BaseException) -> BaseException | None:
     """``error`` itself, or the graph error it wraps (``__cause__``, ``__context__``), nearest first."""
-    for candidate in _chain(error):
+    for candidate in chain_of(error):
         if is_graph_error(candidate):
             return candidate
     return None
 
 
-def _chain(error: BaseException) -> list[BaseException]:
+def chain_of(error: BaseException) -> list[BaseException]:
     """``error`` and the exceptions it wraps, outermost first (each once)."""
     found: list[BaseException] = []
     current: BaseException | None = error
@@ -150,6 +150,12 @@ def _is_dataset(obj: Any) -> bool:
     return isinstance(obj, Dataset)
 
 
+def fitted_finding(finding: Finding, sending: bool, root: Any) -> Finding:
+    """The finding with the fix that fits where it failed (a tensor sent but not a dataset's: detach it
+    at the send)."""
+    return _fitted(finding, sending and not _is_dataset(root))
+
+
 def _fitted(finding: Finding, detach_at_send: bool) -> Finding:
     """The finding with the fix that fits the place: a tensor sent is detached at the send."""
     if detach_at_send and finding.kind in _DETACH_AT_SEND:
@@ -207,7 +213,7 @@ def _creation(finding: Finding) -> str | None:
 def _users_place(error: BaseException, graph_error: BaseException) -> str | None:
     """The innermost user frame of the graph error's traceback; when a library caught and wrapped it
     (its traceback then starts inside the library), that of the exceptions wrapping it."""
-    chain = _chain(error)
+    chain = chain_of(error)
     for candidate in reversed(chain[: chain.index(graph_error) + 1]):
         frame = places.innermost_users(places.traceback_frames(candidate.__traceback__))
         if frame is not None:
@@ -218,11 +224,15 @@ def _users_place(error: BaseException, graph_error: BaseException) -> str | None
 def find_copied_object(traceback: types.TracebackType | None, sending: bool = False) -> CopiedObject | None:
     """The DataLoader's dataset, else the outermost ``copy.deepcopy``'s ``x`` that holds a culprit,
     else the object torch.multiprocessing was pickling: read from the frames of ``traceback``."""
-    frames = list(_frames(traceback))
+    return copied_object_in(list(_frames(traceback)), sending)
+
+
+def copied_object_in(frames: list[types.FrameType], sending: bool = False) -> CopiedObject | None:
+    """``find_copied_object`` on frames (outermost first): a traceback's, or a live stack's."""
     for frame in frames:
         dataset = _loader_dataset(frame.f_locals.get("self"))
         if dataset is not None:
-            return CopiedObject(dataset, M.say(M.HOW_DATASET, called_in=_where(frame)))
+            return CopiedObject(dataset, M.say(M.HOW_DATASET, called_in=where_of(frame)))
     copied = None if sending else _copied_by_deepcopy(frames)
     return copied or _pickled(frames) or (_copied_by_deepcopy(frames) if sending else None)
 
@@ -239,7 +249,7 @@ def _copied_by_deepcopy(frames: list[types.FrameType]) -> CopiedObject | None:
         if id(x) in walked:
             continue
         walked.add(id(x))
-        called_in = _where(caller) if caller is not None else M.HOW_THE_FAILING_LINE
+        called_in = where_of(caller) if caller is not None else M.HOW_THE_FAILING_LINE
         how = M.say(M.HOW_DEEPCOPY if first is None else M.HOW_INNER_DEEPCOPY, called_in=called_in)
         found = CopiedObject(x, how, _walk(x, sending=False))
         if found.findings:
@@ -275,7 +285,7 @@ def _loader_dataset(obj: Any) -> Any:
     return None
 
 
-def _where(frame: types.FrameType) -> str:
+def where_of(frame: types.FrameType) -> str:
     """Module and function, never a file path (notes end up in stored notebook outputs)."""
     module = frame.f_globals.get("__name__", "?")
     return f"{module}, {frame.f_code.co_qualname}"
@@ -295,7 +305,7 @@ def _recording_put(queue: Any, obj: Any, block: bool = True, timeout: float | No
     _ORIGINAL_PUT(queue, obj, block, timeout)
 
 
-def _put_place(obj: Any) -> str | None:
+def put_place(obj: Any) -> str | None:
     """The line that put ``obj`` (alive now, so the newest entry with its id is its own)."""
     for identity, where in reversed(_PUT_PLACES):
         if identity == id(obj):
@@ -306,7 +316,7 @@ def _put_place(obj: Any) -> str | None:
 def _feeder_error_with_notes(error: Exception, obj: Any) -> None:
     if is_graph_error(error) and not _has_notes(error):
         copied = CopiedObject(obj, M.HOW_QUEUE)
-        for note in diagnosis_notes(error, place=_put_place(obj), copied=copied) + [NOTE_PREFIX + M.FEEDER_THREAD]:
+        for note in diagnosis_notes(error, place=put_place(obj), copied=copied) + [NOTE_PREFIX + M.FEEDER_THREAD]:
             error.add_note(note)
     traceback.print_exception(error, file=sys.stderr)
 

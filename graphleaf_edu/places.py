@@ -156,7 +156,7 @@ def creation_note(grad_fn: Any) -> str | None:
     if not users:
         return None
     places = function_place(users[-1])
-    if len(users) > 1:
+    if len(users) > 1 and users[-2].name != "<module>":  # a script's `main()` line says nothing more
         places = M.say(M.CALLED_FROM, place=places, outer=function_place(users[-2]))
     made_in_library = not is_users(frames[-1].filename)
     return M.say(M.CREATED_IN_LIBRARY if made_in_library else M.CREATED_AT, places=places)

@@ -6,31 +6,21 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from script_runs import SCRIPTS, line_of, run_script
+
 from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
 
-SCRIPTS = Path(__file__).resolve().parent / "note_scripts"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run_script(name: str, *args: str, origins: bool = False) -> subprocess.CompletedProcess[str]:
-    options = ["--origins"] if origins else []
-    return subprocess.run([sys.executable, "-m", "graphleaf_edu", *options, name, *args], cwd=SCRIPTS,
-                          capture_output=True, text=True, timeout=300, check=False)
-
-
-def line_of(script: str, statement: str) -> str:
-    """``script:N  statement`` for the one line of the script whose text is ``statement``."""
-    lines = (SCRIPTS / script).read_text().splitlines()
-    numbers = [n for n, line in enumerate(lines, 1) if line.strip() == statement]
-    assert len(numbers) == 1, (script, statement, numbers)
-    return f"{script}:{numbers[0]}  {statement}"
+def run_notes(name: str, *args: str, origins: bool = False) -> subprocess.CompletedProcess[str]:
+    return run_script(name, *args, options=("--origins",) if origins else ())
 
 
 def notes_in(text: str) -> list[str]:
@@ -40,11 +30,11 @@ def notes_in(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def plain_runs() -> dict[str, subprocess.CompletedProcess[str]]:
-    runs = {name: run_script(name) for name in (
+    runs = {name: run_notes(name) for name in (
         "simple_queue.py", "feeder_queue.py", "process_args.py", "averaged_model.py", "losses_dataclass.py",
         "wrapped_error.py", "hidden_copy.py", "hook_cache.py")}
-    runs["loaders.py fork"] = run_script("loaders.py", "fork")
-    runs["loaders.py spawn"] = run_script("loaders.py", "spawn")
+    runs["loaders.py fork"] = run_notes("loaders.py", "fork")
+    runs["loaders.py spawn"] = run_notes("loaders.py", "spawn")
     return runs
 
 
@@ -143,13 +133,14 @@ ORIGINS = [  # (run, the finding's start, the line that created it, in which fun
 @pytest.mark.parametrize(("run", "finding", "statement", "function", "in_library"), ORIGINS,
                          ids=[case[0] for case in ORIGINS])
 def test_with_origins_each_culprit_names_the_users_line_that_created_it(run, finding, statement, function, in_library):
-    notes = notes_in(run_script(run, origins=True).stderr)
+    notes = notes_in(run_notes(run, origins=True).stderr)
     assert not any(note.startswith("to name the line") for note in notes), "origins are on: no hint"
     where, text = line_of(run, statement).split("  ", 1)
     created = notes[next(i for i, note in enumerate(notes) if note.startswith(finding)) + 1]
     template = M.CREATED_IN_LIBRARY if in_library else M.CREATED_AT
     head, tail = template.split("{places}")
-    assert created.startswith(f"  {head}{where} in {function}  {text} (called from ") and created.endswith(tail)
+    called_from = " (called from " if function == "forward" else tail  # a script's main() call is not named
+    assert created.startswith(f"  {head}{where} in {function}  {text}{called_from}") and created.endswith(tail)
 
 
 def test_the_runner_says_how_it_is_used():

@@ -180,9 +180,18 @@ def render() -> str:
         *summary,
         "",
     ]
+    lines += command_line()
     for name in names:
         lines += render_name(name)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def command_line() -> list[str]:
+    """The runner's own words (``python -m graphleaf_edu --help``): what it does, and what
+    ``--keep-going`` cannot continue past."""
+    from graphleaf_edu.messages import RUNNER_USAGE
+
+    return ["## The command line: python -m graphleaf_edu", "", "```text", RUNNER_USAGE, "```", ""]
 
 
 def main(argv: list[str] | None = None) -> int:

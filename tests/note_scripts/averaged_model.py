@@ -21,6 +21,7 @@ def main():
     model(torch.randn(2, 3, 4)).sum().backward()
     swa = AveragedModel(model)
     print(swa)
+    print("reached the end")
 
 
 if __name__ == "__main__":

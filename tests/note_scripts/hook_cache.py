@@ -15,6 +15,7 @@ def main():
     encoder(torch.randn(2, 4))
     ema = copy.deepcopy(encoder)
     print(ema)
+    print("reached the end")
 
 
 if __name__ == "__main__":

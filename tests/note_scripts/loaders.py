@@ -23,6 +23,7 @@ def main(start_method):
     loader = DataLoader(dataset, batch_size=4, num_workers=1, multiprocessing_context=start_method, timeout=60)
     for batch in loader:
         print(batch.shape)
+    print("reached the end")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ def main():
         history.losses.append(loss)
     checkpoint = copy.deepcopy(history)
     print(len(checkpoint.losses))
+    print("reached the end")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ def main():
     worker = context.Process(target=consume, args=(features,))
     worker.start()
     worker.join()
+    print("reached the end")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,168 @@
+"""``python -m graphleaf_edu --keep-going`` on real scripts (tests/note_scripts): the script reaches its
+end where continuing is possible, every cause is in the summary once with the lines that created and
+copied or sent it, a failure the script catches is marked handled, and the exit status follows the rule."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from script_runs import line_of, run_script
+
+from graphleaf_edu import causes as C
+from graphleaf_edu import messages as M
+from graphleaf_edu.keep_going import _catches_runtime_error
+
+def keep_going(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_script(name, *args, options=("--keep-going",))
+
+
+def summary(completed: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.removeprefix(M.KG_PREFIX) for line in completed.stderr.splitlines() if line.startswith(M.KG_PREFIX)]
+
+
+def entries(lines: list[str]) -> dict[str, list[str]]:
+    """Each numbered cause of the summary: its first line (the path) -> the lines under it."""
+    found: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in lines:
+        match = re.match(r"^\d+\. (.+)$", line)
+        if match:
+            current = found.setdefault(match.group(1), [])
+        elif line.startswith("   "):
+            current.append(line.strip())
+    return found
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, subprocess.CompletedProcess[str]]:
+    return {" ".join(args): keep_going(*args) for args in [
+        ("three_causes.py",), ("averaged_model.py",), ("simple_queue.py",), ("losses_dataclass.py",),
+        ("loaders.py", "spawn"), ("loaders.py", "fork"), ("hook_cache.py",), ("handled_copy.py",),
+        ("fork_collate.py",), ("exit_status.py", "3", "cause"), ("exit_status.py", "0", "cause"),
+        ("exit_status.py", "0", "clean")]}
+
+
+def test_three_causes_in_one_run_each_once_with_its_lines(runs):
+    completed = runs["three_causes.py"]
+    assert completed.stdout.splitlines()[-1] == "reached the end"
+    assert completed.returncode == 1
+    found = entries(summary(completed))
+    assert summary(completed)[0] == M.say(M.KG_HEADER, count=3)
+    assert list(found) == ["root", "root.attention", "root.losses[0..2] (3 tensors)"]
+    sent, cached, logged = found.values()
+    assert sent[0] == M.say(M.SENT_AT, place=line_of("three_causes.py", "monitor.put(logits)") + " (3 times)")
+    assert sent[-1] == f"fix: {M.SEND_FIX}"
+    assert cached[0] == M.say(M.COPIED_AT, place=line_of("three_causes.py", "swa = AveragedModel(model, use_buffers=True)"))
+    where, text = line_of("averaged_model.py", "self.attention = scores.softmax(-1)").split("  ", 1)
+    assert cached[3].startswith(f"created at {where} in forward  {text} (called from ")
+    assert cached[-1] == f"fix: {C.CACHED.fix}"
+    assert logged[0] == M.say(M.COPIED_AT, place=line_of("three_causes.py", "checkpoint = copy.deepcopy(history)"))
+    where, text = line_of("three_causes.py", "loss = logits.pow(2).mean()").split("  ", 1)
+    assert logged[3] == f"created at {where} in main  {text}"
+    assert "no_grad" not in "\n".join(sent + cached + logged)
+
+
+ONE_CAUSE = [  # (run, the path, how it was copied or sent, the user's line, the line that created it)
+    ("averaged_model.py", "root.attention", M.COPIED_AT, "swa = AveragedModel(model)", "self.attention = scores.softmax(-1)"),
+    ("simple_queue.py", "root", M.SENT_AT, "queue.put(logits)", "logits = model(torch.randn(3, 4))"),
+    ("losses_dataclass.py", "root.losses[0..19] (20 tensors)", M.COPIED_AT, "checkpoint = copy.deepcopy(history)",
+     "loss = ((model(x) - y) ** 2).mean()"),
+    ("loaders.py spawn", "root.rows", M.SENT_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
+    ("loaders.py fork", "root.rows", M.CHECKED_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
+    ("hook_cache.py", "root[0].features", M.COPIED_AT, "ema = copy.deepcopy(encoder)", "encoder(torch.randn(2, 4))"),
+]
+
+
+@pytest.mark.parametrize(("run", "path", "operation", "statement", "creating"), ONE_CAUSE, ids=[c[0] for c in ONE_CAUSE])
+def test_the_script_reaches_its_end_and_names_its_cause_once(runs, run, path, operation, statement, creating):
+    completed = runs[run]
+    script = run.split()[0]
+    assert completed.stdout.splitlines()[-1] == "reached the end", completed.stderr[-2000:]
+    assert completed.returncode == 1
+    found = entries(summary(completed))
+    assert list(found) == [path]
+    (lines,) = found.values()
+    assert lines[0] == M.say(operation, place=line_of(script, statement))
+    where, text = line_of(script, creating).split("  ", 1)
+    assert lines[3].startswith("created at " + where) and f"  {text}" in lines[3]
+
+
+def test_a_fork_loaders_dataset_is_named_before_its_workers_read_it(runs):
+    lines = summary(runs["loaders.py fork"])
+    assert lines[-1] == M.KG_LIMIT_FORK_WORKERS
+    assert f"root: a Embeddings ({M.HOW_FORK_DATASET})" in [line.strip() for line in lines]
+
+
+def test_it_cannot_continue_past_a_fork_workers_collate_and_says_so(runs):
+    completed = runs["fork_collate.py"]
+    assert "reached the end" not in completed.stdout and completed.returncode == 1
+    lines = summary(completed)
+    assert list(entries(lines)) == ["root.rows"]
+    assert lines[-2] == M.say(M.KG_STOPPED, error="RuntimeError: Caught RuntimeError in DataLoader worker process 0.")
+    assert lines[-1] == M.KG_LIMIT_WORKER_STACK
+
+
+def test_a_failure_the_script_catches_is_raised_to_it_and_marked_handled(runs):
+    completed = runs["handled_copy.py"]
+    assert completed.stdout.splitlines() == ["deepcopy failed, copying the state_dict instead", "reached the end"]
+    (lines,) = entries(summary(completed)).values()
+    assert lines[0] == M.say(M.COPIED_AT, place=line_of("handled_copy.py", "return copy.deepcopy(model)"))
+    assert lines[-1] == M.KG_HANDLED
+
+
+@pytest.mark.parametrize(("run", "status"), [("exit_status.py 3 cause", 3), ("exit_status.py 0 cause", 1),
+                                             ("exit_status.py 0 clean", 0)])
+def test_exit_status_is_the_scripts_own_else_one_when_a_cause_was_found(runs, run, status):
+    completed = runs[run]
+    assert completed.returncode == status
+    assert completed.stdout.splitlines() == ["reached the end"], "the script's own output is unchanged"
+    if run.endswith("clean"):
+        assert summary(completed) == [M.KG_NONE]
+
+
+def test_help_says_what_it_cannot_continue_past():
+    usage = subprocess.run([sys.executable, "-m", "graphleaf_edu", "--help"], capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert usage.returncode == 0 and "--keep-going" in usage.stdout
+    assert M.KG_CANNOT_CONTINUE in usage.stdout
+
+
+def test_the_handler_reading_sees_which_excepts_take_a_runtime_error():
+    import dis
+
+    def caught():
+        try:
+            print()
+        except RuntimeError:
+            return 2
+
+    def other():
+        try:
+            print()
+        except KeyError:
+            return 2
+
+    def bare():
+        try:
+            print()
+        except:  # noqa: E722
+            return 2
+
+    def tuple_of():
+        try:
+            print()
+        except (ValueError, Exception):
+            return 2
+
+    def with_only():
+        with open(__file__):
+            print()
+
+    for function, expected in [(caught, True), (other, False), (bare, True), (tuple_of, True), (with_only, False)]:
+        code = function.__code__
+        instructions = list(dis.get_instructions(code))
+        printing = next(n for n, i in enumerate(instructions) if i.argval == "print")
+        call = next(i.offset for i in instructions[printing:] if i.opname == "CALL")  # print(), inside the try
+        assert _catches_runtime_error(code, call) is expected, function.__name__
