@@ -19,7 +19,7 @@ NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
-.PHONY: catalogs torch-move
+.PHONY: catalogs torch-move grading grading-bench
 .PHONY: site-test
 .PHONY: error-index
 .PHONY: classroom classroom-stop classroom-bench classroom-setup
@@ -78,6 +78,16 @@ bench: setup
 # The README's error index, from the package's message constants (tests/test_error_index.py checks it).
 error-index: $(STAMP)
 	$(PY) tools/error_index.py
+
+# A whole nbgrader round over all six exercises (tools/grading_round.py: generate, release, a right and a
+# wrong submission, autograde, the gradebook); `make test` runs it for ex4 only. A few minutes.
+grading: setup
+	GRADING_ROUND=all $(PY) -m pytest tests/test_grading.py
+
+# The check cells timed as autograde runs them, alone and 10 students at once: bench/grading.json, from
+# which instructor/nbgrader_config.py sizes its per-cell timeout (docs/instructors.md).
+grading-bench: setup
+	$(PY) -m bench.grading --students 10
 
 # A class on JupyterHub on this machine (docs/classroom.md); root, as it makes one account per student.
 STUDENTS ?= 30

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import nbformat
 import psutil
@@ -726,35 +725,3 @@ def test_hints_and_links_point_to_lessons_of_the_suite():
             assert resolved.parent == ROOT / "notebooks" and resolved.stem in lessons, f"{path.name}: {target}"
         for target in re.findall(r"\]\((ex\d_[a-z_]+\.ipynb)\)", text):
             assert (SOURCES / target).exists(), f"{path.name} links to {target}"
-
-
-@pytest.mark.slow
-def test_nbgrader_releases_what_students_get_and_grades_it(tmp_path):
-    """A real nbgrader course: generate_assignment on the source notebooks as they are; its release
-    has our student copies' cells; autograde gives the solution full marks and the release none."""
-    course = tmp_path / "course"
-    shutil.copytree(SOURCES, course / "source" / "exercises", ignore=shutil.ignore_patterns(".*", "*.py", "__pycache__"))
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-    def nbgrader(*args):
-        done = subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--course-dir={course}"],
-                              check=False, cwd=course, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    nbgrader("generate_assignment", "exercises")
-    release = course / "release" / "exercises"
-    for path in source_notebooks():
-        released, ours = read(release / path.name), read(STUDENT / path.name)
-        assert [(c.cell_type, c.source) for c in released.cells] == [(c.cell_type, c.source) for c in ours.cells]
-
-    name = "ex1_leaf_flags.ipynb"
-    for student, submission in (("alice", SOURCES / name), ("bob", release / name)):
-        (course / "submitted" / student / "exercises").mkdir(parents=True)
-        shutil.copy(submission, course / "submitted" / student / "exercises" / name)
-    nbgrader("autograde", "exercises")
-
-    from nbgrader.api import Gradebook
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        scores = {student: gradebook.find_submission_notebook(name[:-6], "exercises", student).score
-                  for student in ("alice", "bob")}
-    assert scores == {"alice": 3.0, "bob": 0.0}
