@@ -1,6 +1,6 @@
 """How long each exercise's check cells take when nbgrader runs them, alone and with a class at once.
 
-    python -m bench.grading [--students 5]      writes bench/grading.json; docs/instructors.md quotes it
+    python -m bench.grading [--students 10]     writes bench/grading.json; docs/instructors.md quotes it
 
 The right submissions of tools/grading_round.py (the released copies, filled with the solutions) run as
 nbgrader's autograde runs them: a fresh kernel per notebook, from the notebook's own folder, with
@@ -92,7 +92,7 @@ def summary(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=5, help="students at once (default 5)")
+    parser.add_argument("--students", type=int, default=10, help="students at once (default 10)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="graphleaf-grading-course-") as folder:
         submissions = right_submissions(Path(folder))
