@@ -56,9 +56,21 @@ def _keep_going(script: Path) -> int:
         except BaseException as error:  # noqa: BLE001 - shown as Python would, then the summary
             traceback.print_exception(error, file=sys.stderr)
             status, stopped_by = 1, error
+        _finish_multiprocessing()
     sys.stdout.flush()
     print("\n" + run.summary(stopped_by), file=sys.stderr)
     return status or (1 if run.failures else 0)
+
+
+def _finish_multiprocessing() -> None:
+    """What Python's exit does for multiprocessing, done before the summary while the hooks still
+    record: queues flush their feeder threads (an item put just before the end is pickled now) and
+    child processes are joined."""
+    import multiprocessing.util
+
+    exit_function = getattr(multiprocessing.util, "_exit_function", None)
+    if exit_function is not None:
+        exit_function()
 
 
 def _exit_status(exit: SystemExit) -> int:

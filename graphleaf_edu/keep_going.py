@@ -19,6 +19,7 @@ import dis
 import functools
 import multiprocessing
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -58,10 +59,25 @@ class KeepGoing:
     failures: dict[tuple[Any, ...], Failure] = field(default_factory=dict)
     _scans: dict[tuple[int, str], tuple[Any, list[Finding]]] = field(default_factory=dict)
     _checked_datasets: set[int] = field(default_factory=set)
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # a Queue's feeder thread records too
+    _recording: threading.local = field(default_factory=threading.local)  # the walk's own probe copies
 
     # --- recording ---------------------------------------------------------------------------------
     def record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], place: str | None,
                sending: bool, handled: bool) -> None:
+        with self._lock:
+            self._recording.active = True
+            try:
+                self._record(operation, tensor, candidates, place, sending, handled)
+            finally:
+                self._recording.active = False
+
+    def recording(self) -> bool:
+        """In this thread, the hooks are being run by the recording itself (the walk probes a copy)."""
+        return bool(getattr(self._recording, "active", False))
+
+    def _record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], place: str | None,
+                sending: bool, handled: bool) -> None:
         root, how, finding = self._finding_of(tensor, candidates, sending)
         self._add(Failure(operation, place, M.say(M.KG_ROOT, type_name=type(root).__name__, how=how),
                           on_error.fitted_finding(finding, sending, root), self._created(tensor), handled))
@@ -191,7 +207,7 @@ class KeepGoing:
     def _deepcopy_hook(self, deepcopy: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(deepcopy)
         def __deepcopy__(tensor: torch.Tensor, memo: dict[int, Any]) -> Any:
-            if tensor.is_leaf:
+            if tensor.is_leaf or self.recording():
                 return deepcopy(tensor, memo)
             frames = _live_frames()
             handled = _script_catches(frames)
@@ -209,7 +225,7 @@ class KeepGoing:
     def _send_hook(self) -> Callable[[torch.Tensor], Any]:
         @functools.wraps(reduce_tensor)
         def reduce_detached(tensor: torch.Tensor) -> Any:
-            if not (tensor.requires_grad and not tensor.is_leaf):
+            if not (tensor.requires_grad and not tensor.is_leaf) or self.recording():
                 return reduce_tensor(tensor)
             frames = _live_frames()
             handled = _script_catches(frames)

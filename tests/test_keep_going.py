@@ -40,7 +40,7 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
     return {" ".join(args): keep_going(*args) for args in [
         ("three_causes.py",), ("averaged_model.py",), ("simple_queue.py",), ("losses_dataclass.py",),
         ("loaders.py", "spawn"), ("loaders.py", "fork"), ("hook_cache.py",), ("handled_copy.py",),
-        ("fork_collate.py",), ("exit_status.py", "3", "cause"), ("exit_status.py", "0", "cause"),
+        ("fork_collate.py",), ("late_queue.py",), ("exit_status.py", "3", "cause"), ("exit_status.py", "0", "cause"),
         ("exit_status.py", "0", "clean")]}
 
 
@@ -72,6 +72,7 @@ ONE_CAUSE = [  # (run, the path, how it was copied or sent, the user's line, the
     ("loaders.py spawn", "root.rows", M.SENT_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
     ("loaders.py fork", "root.rows", M.CHECKED_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
     ("hook_cache.py", "root[0].features", M.COPIED_AT, "ema = copy.deepcopy(encoder)", "encoder(torch.randn(2, 4))"),
+    ("late_queue.py", "root", M.SENT_AT, "queue.put(logits)", "logits = torch.nn.Linear(4, 2)(torch.randn(3, 4))"),
 ]
 
 
