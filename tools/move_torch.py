@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import release
 
 # Written by machines from the source (make lock, api_docs, make notebooks): never a place to review.
@@ -60,11 +61,22 @@ def move(root: Path, new: str) -> tuple[str, list[Path]]:
 
 
 def mentions(root: Path, old: str) -> list[str]:
-    """``path:line: text`` of every tracked line outside the generated files that still names ``old``."""
-    minor = re.escape(release.major_minor(old))
-    listed = subprocess.run(["git", "grep", "-n", "-I", "-E", rf"(^|[^0-9.]){minor}([^0-9]|$)"], cwd=root,
-                            capture_output=True, text=True, check=False).stdout
-    return [line for line in listed.splitlines() if not line.startswith(GENERATED)]
+    """Every tracked line outside the generated files that still names ``old``: ``path:line: text``, and
+    for a notebook ``path cell N: text`` of its cells' sources (its outputs are re-executed, its header's
+    "Verified with" is stamped)."""
+    minor = re.compile(rf"(^|[^0-9.]){re.escape(release.major_minor(old))}([^0-9]|$)")
+    listed = subprocess.run(["git", "grep", "-l", "-I", "-E", minor.pattern], cwd=root, capture_output=True,
+                            text=True, check=False).stdout.split()
+    found = []
+    for name in (name for name in listed if not name.startswith(GENERATED)):
+        if name.endswith(".ipynb"):
+            cells = nbformat.read(root / name, as_version=4).cells
+            found += [f"{name} cell {number}: {line.strip()}" for number, cell in enumerate(cells, 1)
+                      for line in cell.source.splitlines() if minor.search(line) and not release.VERIFIED_WITH.search(line)]
+        else:
+            found += [f"{name}:{number}: {line.strip()}" for number, line in
+                      enumerate((root / name).read_text(encoding="utf-8").splitlines(), 1) if minor.search(line)]
+    return found
 
 
 def main(argv: list[str]) -> int:
