@@ -29,6 +29,7 @@ from graphleaf_edu.findings import (
     grad_fn_name,
     shape_of,
 )
+from graphleaf_edu.i18n import say
 from graphleaf_edu.paths import resolve
 
 __all__ = [
@@ -153,19 +154,19 @@ def deepcopy_blocker(t: torch.Tensor) -> str | None:
 
 def _require_tensor(t: Any, function: str) -> None:
     if not isinstance(t, torch.Tensor):
-        raise TypeError(
-            f"{function}() takes one torch.Tensor, got {type(t).__name__}; "
-            "for modules, containers and other objects use find_nonleaf(obj)"
-        )
+        raise TypeError(say("{function}() takes one torch.Tensor, got {type_name}; for modules, containers and "
+                            "other objects use find_nonleaf(obj)", function=function, type_name=type(t).__name__))
 
 
 def _unsupported_by_torch(t: torch.Tensor) -> str | None:
     """Leaf tensors that ``Tensor.__deepcopy__`` itself cannot copy, whatever their graph."""
     if dw.storage_torch_cannot_copy(t):
         if t.is_nested:
-            return "strided nested tensor: Tensor.__deepcopy__ cannot copy it (NotImplementedError); use layout=torch.jagged"
+            return say("strided nested tensor: Tensor.__deepcopy__ cannot copy it (NotImplementedError); "
+                       "use layout=torch.jagged")
         layout = str(t.layout).removeprefix("torch.")
-        return f"{layout} layout: Tensor.__deepcopy__ cannot copy it (NotImplementedError, no storage)"
+        return say("{layout} layout: Tensor.__deepcopy__ cannot copy it (NotImplementedError, no storage)",
+                   layout=layout)
     if type(t) is torch.Tensor:
         return None
     return _subclass_blocker(t, walkable=True)
@@ -181,7 +182,8 @@ def _subclass_blocker(t: torch.Tensor, walkable: bool) -> str | None:
         message = str(error).split("\n", 1)[0]
         if GRAPH_LEAVES in message and walkable:
             return None  # its .grad or an attribute: the walk names it
-        return f"{type(t).__name__} (tensor subclass): copy.deepcopy raises {type(error).__name__}: {message}"
+        return say("{type_name} (tensor subclass): copy.deepcopy raises {error_type}: {message}",
+                   type_name=type(t).__name__, error_type=type(error).__name__, message=message)
     return None
 
 
@@ -255,8 +257,9 @@ def explain(obj: Any, error: str | BaseException = "deepcopy") -> None:
 
 
 def _blocker(finding: Finding) -> str:
-    where = f"{finding.path} is non-leaf" if finding.path else "non-leaf"
-    return f"{where} (grad_fn={finding.grad_fn})"
+    if finding.path:
+        return say("{path} is non-leaf (grad_fn={grad_fn})", path=finding.path, grad_fn=finding.grad_fn)
+    return say("non-leaf (grad_fn={grad_fn})", grad_fn=finding.grad_fn)
 
 
 @dataclass(frozen=True)

@@ -15,35 +15,36 @@ from typing import Protocol
 import torch
 
 from graphleaf_edu.errors import COWARDLY
+from graphleaf_edu.i18n import N_, say, say_n
 from graphleaf_edu.paths import expression, render_path
 from graphleaf_edu.stored_values import Node
 
 _ERROR_KINDS = ("deepcopy", "multiprocessing")
 
-# What a report says (issue 28 moves these to message catalogs).
-DEEPCOPY_FAILS = "copy.deepcopy(root) fails for this {subject}: {count}."
-MULTIPROCESSING_REFUSES = "torch.multiprocessing refuses to send this {subject} to another process: {count}."
-SAFE_DEEPCOPY_COPIES = "graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached."
-SAFE_DEEPCOPY_SENDS = "Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send."
-SAFE_DEEPCOPY_CANNOT = (
+# What a report says (marked for the catalogs; said with say()).
+DEEPCOPY_FAILS = N_("copy.deepcopy(root) fails for this {subject}: {count}.")
+MULTIPROCESSING_REFUSES = N_("torch.multiprocessing refuses to send this {subject} to another process: {count}.")
+SAFE_DEEPCOPY_COPIES = N_("graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached.")
+SAFE_DEEPCOPY_SENDS = N_("Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send.")
+SAFE_DEEPCOPY_CANNOT = N_(
     "graphleaf_edu.safe_deepcopy(root) cannot copy it either: leave out what cannot be copied (or give "
     "its class a __deepcopy__ or __reduce__ that skips it), then detach the tensors."
 )
-NOTHING_TO_FIX = "Nothing to fix: no non-leaf tensor is reachable from this {subject}, so {action}."
-CAN_SEND = "torch.multiprocessing can send it"
-WILL_NOT_RAISE = "copy.deepcopy(root) will not raise the graph-leaves error"
-NOTHING_SEEN = (
+NOTHING_TO_FIX = N_("Nothing to fix: no non-leaf tensor is reachable from this {subject}, so {action}.")
+CAN_SEND = N_("torch.multiprocessing can send it")
+WILL_NOT_RAISE = N_("copy.deepcopy(root) will not raise the graph-leaves error")
+NOTHING_SEEN = N_(
     "No non-leaf tensor found in what the walk could see of this {subject}; but it could not "
     "look inside these objects, so a non-leaf tensor may hide there:"
 )
-NO_NONLEAF_BUT_UNCOPYABLE = (
+NO_NONLEAF_BUT_UNCOPYABLE = N_(
     "No non-leaf tensor is reachable from this {subject}, but copy.deepcopy(root) fails for another reason:"
 )
-NOT_LOOKED_INSIDE = "Not looked inside (a non-leaf tensor there would not be listed above):"
-CANNOT_BE_COPIED = "Cannot be copied (copy.deepcopy raises there, whatever is detached):"
-DEEPCOPY_RAISES_HERE = "copy.deepcopy fails here: {error_type}: {error}"
-NOT_LOOKED_INSIDE_LINE = "cannot look inside: {line}"
-CANNOT_COPY_LINE = "cannot be copied: {line}"
+NOT_LOOKED_INSIDE = N_("Not looked inside (a non-leaf tensor there would not be listed above):")
+CANNOT_BE_COPIED = N_("Cannot be copied (copy.deepcopy raises there, whatever is detached):")
+DEEPCOPY_RAISES_HERE = N_("copy.deepcopy fails here: {error_type}: {error}")
+NOT_LOOKED_INSIDE_LINE = N_("cannot look inside: {line}")
+CANNOT_COPY_LINE = N_("cannot be copied: {line}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +84,8 @@ class Finding:
         return expression(self.path)
 
     def line(self) -> str:
-        return f"{self.where}: {self.cause} (grad_fn={self.grad_fn}) | fix: {self.fix}"
+        return say("{where}: {cause} (grad_fn={grad_fn}) | fix: {fix}", where=self.where, cause=self.cause,
+                   grad_fn=self.grad_fn, fix=self.fix)
 
     def __repr__(self) -> str:
         return (
@@ -166,14 +168,14 @@ class Findings(list[Finding]):
             if isinstance(why, str):
                 opaque.append(OpaqueObject(path, type_name, why))
             else:
-                reason = DEEPCOPY_RAISES_HERE.format(error_type=type(why).__name__, error=why)
+                reason = say(DEEPCOPY_RAISES_HERE, error_type=type(why).__name__, error=why)
                 opaque.append(OpaqueObject(path, type_name, reason, why))
         return cls(found, subject=subject, opaque=opaque)
 
     def lines(self) -> list[str]:
         """One line per finding (path, cause, fix), then one per object not looked inside or not copyable."""
         return [finding.line() for finding in self] + [
-            (CANNOT_COPY_LINE if o.blocks_copy else NOT_LOOKED_INSIDE_LINE).format(line=o.line()) for o in self.opaque
+            say(CANNOT_COPY_LINE if o.blocks_copy else NOT_LOOKED_INSIDE_LINE, line=o.line()) for o in self.opaque
         ]
 
     def report(self, error: str | BaseException = "deepcopy") -> str:
@@ -186,22 +188,23 @@ class Findings(list[Finding]):
         kind = error_kind(error)
         if not self:
             return self._nothing_found(kind)
-        count = f"{len(self)} non-leaf tensor" + ("s" if len(self) > 1 else "")
+        count = say_n("{n} non-leaf tensor", "{n} non-leaf tensors", len(self))
         header = MULTIPROCESSING_REFUSES if kind == "multiprocessing" else DEEPCOPY_FAILS
-        lines = [header.format(subject=self.subject, count=count), ""]
+        lines = [say(header, subject=self.subject, count=count), ""]
         for number, finding in enumerate(self, 1):
             tensor = finding.tensor
             lines += [
-                f"{number}. {finding.where}  ({finding.grad_fn}, shape {shape_of(tensor)}, {tensor.device.type})",
-                f"   cause: {finding.cause}",
-                f"   fix:   {finding.fix}",
+                say("{number}. {where}  ({grad_fn}, shape {shape}, {device})", number=number, where=finding.where,
+                    grad_fn=finding.grad_fn, shape=shape_of(tensor), device=tensor.device.type),
+                say("   cause: {cause}", cause=finding.cause),
+                say("   fix:   {fix}", fix=finding.fix),
             ]
         lines += self._opaque_lines()
         if self.uncopyable:
             closing = SAFE_DEEPCOPY_CANNOT
         else:
             closing = SAFE_DEEPCOPY_SENDS if kind == "multiprocessing" else SAFE_DEEPCOPY_COPIES
-        return "\n".join([*lines, "", closing])
+        return "\n".join([*lines, "", say(closing)])
 
     @property
     def uncopyable(self) -> tuple[OpaqueObject, ...]:
@@ -210,11 +213,11 @@ class Findings(list[Finding]):
 
     def _nothing_found(self, kind: str) -> str:
         if self.uncopyable:
-            return "\n".join([NO_NONLEAF_BUT_UNCOPYABLE.format(subject=self.subject), *self._opaque_lines()[1:]])
+            return "\n".join([say(NO_NONLEAF_BUT_UNCOPYABLE, subject=self.subject), *self._opaque_lines()[1:]])
         if not self.opaque:
             action = CAN_SEND if kind == "multiprocessing" else WILL_NOT_RAISE
-            return NOTHING_TO_FIX.format(subject=self.subject, action=action)
-        return "\n".join([NOTHING_SEEN.format(subject=self.subject), *self._opaque_lines()[1:]])
+            return say(NOTHING_TO_FIX, subject=self.subject, action=say(action))
+        return "\n".join([say(NOTHING_SEEN, subject=self.subject), *self._opaque_lines()[1:]])
 
     def _opaque_lines(self) -> list[str]:
         """A blank line, then each section: what cannot be copied, what was not looked inside."""
@@ -222,7 +225,7 @@ class Findings(list[Finding]):
         for title, objects in ((CANNOT_BE_COPIED, self.uncopyable),
                                (NOT_LOOKED_INSIDE, tuple(o for o in self.opaque if not o.blocks_copy))):
             if objects:
-                lines += ["", title, *(f"- {o.line()}" for o in objects)]
+                lines += ["", say(title), *(f"- {o.line()}" for o in objects)]
         return lines
 
     def explain(self, error: str | BaseException = "deepcopy") -> None:
@@ -237,7 +240,8 @@ class Findings(list[Finding]):
     def _repr_html_(self) -> str:
         if not self:
             return "<p>" + html.escape(self.report()).replace("\n", "<br>") + "</p>"
-        header = "".join(f"<th>{name}</th>" for name in ("#", "path", "grad_fn", "shape", "cause", "fix"))
+        header = "".join(f"<th>{name}</th>" for name in ("#", say("path"), "grad_fn", say("shape"), say("cause"),
+                                                          say("fix")))
         rows = "".join(
             f"<tr><td>{number}</td><td><code>{html.escape(f.where)}</code></td>"
             f"<td>{html.escape(f.grad_fn)}</td><td>{shape_of(f.tensor)}</td>"

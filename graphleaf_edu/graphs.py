@@ -32,6 +32,7 @@ from graphleaf_edu.graph_picture import (
     escape,
     outline_of,
 )
+from graphleaf_edu.i18n import speaking
 
 __all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundError", "draw", "grad_fn_walk",
            "leaves_behind"]
@@ -140,7 +141,8 @@ class _Builder:
 
     def mark(self, tensor: torch.Tensor) -> None:
         node = self.nodes[self._ids[id(tensor)]]
-        blocker = deepcopy_blocker(tensor)
+        with speaking("en"):  # a picture's words stay English (docs/translating.md)
+            blocker = deepcopy_blocker(tensor)
         node.mark = COPY_OK if blocker is None else CANNOT_COPY
         # A non-leaf shows why in its shape; anything else that cannot be copied says why.
         node.why = escape(blocker) if blocker and tensor.grad_fn is None else ""

@@ -102,14 +102,14 @@ def N_(message: str) -> str:
     return message
 
 
-def say(message: str, **fields: object) -> str:
+def say(message: str, /, **fields: object) -> str:
     """``message`` in the current language, with its ``{fields}`` filled in: the one way a message
     reaches a user (a message without fields is returned as it is, braces and all)."""
     text = _catalog(language()).gettext(message)
     return text.format(**fields) if fields else text
 
 
-def say_n(singular: str, plural: str, n: int, **fields: object) -> str:
+def say_n(singular: str, plural: str, n: int, /, **fields: object) -> str:
     """``singular`` or ``plural`` as the language counts ``n``, with ``{n}`` and ``{fields}`` filled in."""
     return _catalog(language()).ngettext(singular, plural, n).format(n=n, **fields)
 
