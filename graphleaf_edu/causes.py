@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 from graphleaf_edu import stored_values as sv
 from graphleaf_edu.deepcopy_reducers import ReducedParts
+from graphleaf_edu.i18n import N_, say
 from graphleaf_edu.stored_values import Node
 
 
@@ -35,120 +36,130 @@ def _cause(kind: str, cause: str, fix: str) -> Cause:
 
 
 def _naming(cause: Cause, **names: str) -> Cause:
-    """``cause`` with the names that decided it filled into its words."""
-    return Cause(cause.kind, cause.cause.format(**names), cause.fix.format(**names))
+    """``cause`` in the user's language, with the names that decided it filled into its words."""
+    return Cause(cause.kind, say(cause.cause, **names), say(cause.fix, **names))
+
+
+def _said(cause: Cause) -> Cause:
+    """``cause`` in the user's language (words already said, by ``_naming``, stay as they are)."""
+    return Cause(cause.kind, say(cause.cause), say(cause.fix))
+
+
+# The words that name a holder in KEPT_ON and LOOKS_KEPT_ON, marked for the catalogs.
+_HOLDERS = (N_("LR scheduler"), N_("optimizer"), N_("callback"), N_("trainer"), N_("logger"), N_("monitor"),
+            N_("tracker"), N_("meter"), N_("recorder"))
 
 
 ROOT_TENSOR = _cause(
-    "root-tensor", "the object itself is a non-leaf tensor",
-    "copy `t.detach()` instead of t (the graph stays on t for backward)",
+    "root-tensor", N_("the object itself is a non-leaf tensor"),
+    N_("copy `t.detach()` instead of t (the graph stays on t for backward)"),
 )
 NONLEAF_GRAD = _cause(
-    "nonleaf-grad", ".grad is non-leaf (backward with create_graph=True)",
-    "once the higher-order step is done, drop the gradient's graph: `x.grad = x.grad.detach()` (or `x.grad = None`)",
+    "nonleaf-grad", N_(".grad is non-leaf (backward with create_graph=True)"),
+    N_("once the higher-order step is done, drop the gradient's graph: `x.grad = x.grad.detach()` (or `x.grad = None`)"),
 )
 KEYED = _cause(
-    "tensor-key", "non-leaf tensor used as a dict key or set member",
-    "key by something without a graph (a name, an index, or `t.detach()`)",
+    "tensor-key", N_("non-leaf tensor used as a dict key or set member"),
+    N_("key by something without a graph (a name, an index, or `t.detach()`)"),
 )
 CACHED = _cause(
-    "cached-activation", "cached activation in a module attribute",
-    "store `output.detach()` where it is cached (in `forward` or the forward hook), or set the attribute to None before copying",
+    "cached-activation", N_("cached activation in a module attribute"),
+    N_("store `output.detach()` where it is cached (in `forward` or the forward hook), or set the attribute to None before copying"),
 )
 BUFFER_ASSIGNED = _cause(
-    "buffer-assigned", "buffer re-assigned to a non-leaf tensor",
-    "update the buffer under `torch.no_grad()` or assign `value.detach()`",
+    "buffer-assigned", N_("buffer re-assigned to a non-leaf tensor"),
+    N_("update the buffer under `torch.no_grad()` or assign `value.detach()`"),
 )
 MODULE_CONTAINER = _cause(
-    "module-container", "activations kept in a list/dict attribute of a module",
-    "store `.detach()`ed tensors in it, or clear it before copying",
+    "module-container", N_("activations kept in a list/dict attribute of a module"),
+    N_("store `.detach()`ed tensors in it, or clear it before copying"),
 )
 HOOK_OBJECT = _cause(
-    "hook-object", "a hook's object keeps outputs: copying the module copies the hook's bound `self` too",
-    "store `output.detach()` in the hook, or remove the hook (`handle.remove()`) before copying the module",
+    "hook-object", N_("a hook's object keeps outputs: copying the module copies the hook's bound `self` too"),
+    N_("store `output.detach()` in the hook, or remove the hook (`handle.remove()`) before copying the module"),
 )
 REPLICA_PARAMETER = _cause(
-    "replica-parameter", "non-leaf parameter of a DataParallel replica (computed from the original's)",
-    "copy the original module (`dp.module`), never a replica made inside `forward`",
+    "replica-parameter", N_("non-leaf parameter of a DataParallel replica (computed from the original's)"),
+    N_("copy the original module (`dp.module`), never a replica made inside `forward`"),
 )
 WEIGHT_DROP = _cause(
-    "weight-drop", "non-leaf parameter written by WeightDrop/DropConnect (`dropout(weight_raw)` put in `_parameters`)",
-    "copy before the first forward or after resetting it from the raw weight: "
-    "`module._parameters[name] = nn.Parameter(module.<name>_raw.detach().clone())`, "
-    "or compute the dropped weight as a local in `forward`",
+    "weight-drop", N_("non-leaf parameter written by WeightDrop/DropConnect (`dropout(weight_raw)` put in `_parameters`)"),
+    N_("copy before the first forward or after resetting it from the raw weight: "
+       "`module._parameters[name] = nn.Parameter(module.<name>_raw.detach().clone())`, "
+       "or compute the dropped weight as a local in `forward`"),
 )
 FAST_WEIGHTS = _cause(
-    "fast-weights", "non-leaf parameter: fast weights (a parameter replaced by `w - lr * grad`, learn2learn/higher style)",
-    "copy the base model before the inner loop, or keep fast weights outside the module: "
-    "`torch.func.functional_call(model, fast_weights, (x,))`",
+    "fast-weights", N_("non-leaf parameter: fast weights (a parameter replaced by `w - lr * grad`, learn2learn/higher style)"),
+    N_("copy the base model before the inner loop, or keep fast weights outside the module: "
+       "`torch.func.functional_call(model, fast_weights, (x,))`"),
 )
 FX_CONSTANT = _cause(
-    "fx-constant", "a torch.fx constant captured with its graph (a non-leaf tensor traced as an attribute)",
-    "trace with constants made under `torch.no_grad()`, or replace it: `gm.<name> = gm.<name>.detach()`",
+    "fx-constant", N_("a torch.fx constant captured with its graph (a non-leaf tensor traced as an attribute)"),
+    N_("trace with constants made under `torch.no_grad()`, or replace it: `gm.<name> = gm.<name>.detach()`"),
 )
 LEARNED_LR = _cause(
-    "tensor-hyperparameter", "a learned learning rate: a non-leaf tensor as the optimizer's lr (or a scheduler's copy of it)",
-    "give the optimizer a detached value (`group['lr'] = lr.detach()`) and keep the learnable one outside it",
+    "tensor-hyperparameter", N_("a learned learning rate: a non-leaf tensor as the optimizer's lr (or a scheduler's copy of it)"),
+    N_("give the optimizer a detached value (`group['lr'] = lr.detach()`) and keep the learnable one outside it"),
 )
 HYPERPARAMETER = _cause(
-    "tensor-hyperparameter", "a tensor hyper-parameter ({name!r}) with a graph, in the optimizer's param_groups",
-    "give the optimizer a detached value (`group[{name!r}] = value.detach()`) and keep the learnable one outside it",
+    "tensor-hyperparameter", N_("a tensor hyper-parameter ({name!r}) with a graph, in the optimizer's param_groups"),
+    N_("give the optimizer a detached value (`group[{name!r}] = value.detach()`) and keep the learnable one outside it"),
 )
 OPTIMIZER = _cause(
-    "optimizer-state", "optimizer state holds a non-leaf tensor",
-    "update optimizer state under `torch.no_grad()` (as `optimizer.step()` does)",
+    "optimizer-state", N_("optimizer state holds a non-leaf tensor"),
+    N_("update optimizer state under `torch.no_grad()` (as `optimizer.step()` does)"),
 )
 OPTIMIZER_PARAM = _cause(
-    "optimizer-param", "a non-leaf tensor among the optimizer's params (an optimizer updates leaves)",
-    "give the optimizer the leaf tensors it should update (the module's parameters, or `nn.Parameter(t.detach())`)",
+    "optimizer-param", N_("a non-leaf tensor among the optimizer's params (an optimizer updates leaves)"),
+    N_("give the optimizer the leaf tensors it should update (the module's parameters, or `nn.Parameter(t.detach())`)"),
 )
 KEPT_ON = _cause(
-    "logged-output", "a step's output (a loss or metric) kept with its graph on the {holder}: torch keeps no such tensor there",
-    "keep `loss.detach()` (or `loss.item()`) there instead",
+    "logged-output", N_("a step's output (a loss or metric) kept with its graph on the {holder}: torch keeps no such tensor there"),
+    N_("keep `loss.detach()` (or `loss.item()`) there instead"),
 )
 LOOKS_KEPT_ON = _cause(
-    "logged-output", "looks like a step's output (a loss or metric) kept with its graph on a {holder} (by its class name)",
-    "keep `loss.detach()` (or `loss.item()`) in the {holder}'s state instead",
+    "logged-output", N_("looks like a step's output (a loss or metric) kept with its graph on a {holder} (by its class name)"),
+    N_("keep `loss.detach()` (or `loss.item()`) in the {holder}'s state instead"),
 )
 DATASET = _cause(
-    "dataset", "dataset holds a non-leaf tensor",
-    "store `tensor.detach()` in the dataset (in its `__init__`), or build the data under `torch.no_grad()`",
+    "dataset", N_("dataset holds a non-leaf tensor"),
+    N_("store `tensor.detach()` in the dataset (in its `__init__`), or build the data under `torch.no_grad()`"),
 )
 TENSOR_ATTRIBUTE = _cause(
-    "tensor-attribute", "non-leaf tensor stored as an attribute of a tensor (a tensor subclass' attribute)",
-    "store `value.detach()` on the tensor instead",
+    "tensor-attribute", N_("non-leaf tensor stored as an attribute of a tensor (a tensor subclass' attribute)"),
+    N_("store `value.detach()` on the tensor instead"),
 )
 LOGGED = _cause(
-    "logged-output", "looks like a logged metric or step output (by the name {name!r}), still attached to the graph",
-    "store `loss.detach()` (or `loss.item()`) where it is logged; keep only detached outputs in history/state that gets copied",
+    "logged-output", N_("looks like a logged metric or step output (by the name {name!r}), still attached to the graph"),
+    N_("store `loss.detach()` (or `loss.item()`) where it is logged; keep only detached outputs in history/state that gets copied"),
 )
 KV_CACHE = _cause(
     "kv-cache",
-    "looks like a KV-cache or model kwargs (by the name {name!r}), still attached to the graph, deep-copied with the generation state",
-    "generate under `torch.no_grad()` / `torch.inference_mode()`, or detach the cache tensors before copying",
+    N_("looks like a KV-cache or model kwargs (by the name {name!r}), still attached to the graph, deep-copied with the generation state"),
+    N_("generate under `torch.no_grad()` / `torch.inference_mode()`, or detach the cache tensors before copying"),
 )
 OBJECT_ATTRIBUTE = _cause(
-    "object-attribute", "non-leaf tensor in an object attribute",
-    "store `tensor.detach()` unless you still need to backpropagate through it",
+    "object-attribute", N_("non-leaf tensor in an object attribute"),
+    N_("store `tensor.detach()` unless you still need to backpropagate through it"),
 )
 CONTAINED = _cause(
-    "container", "non-leaf tensor in a container",
-    "put `tensor.detach()` in the container; keep the graph only where you call backward",
+    "container", N_("non-leaf tensor in a container"),
+    N_("put `tensor.detach()` in the container; keep the graph only where you call backward"),
 )
 OLD_WEIGHT_NORM = _cause(
-    "old-weight-norm", "old torch.nn.utils.weight_norm",
-    "use `torch.nn.utils.parametrizations.weight_norm` (it deep-copies), or call "
-    "`torch.nn.utils.remove_weight_norm(module, {name!r})` before copying",
+    "old-weight-norm", N_("old torch.nn.utils.weight_norm"),
+    N_("use `torch.nn.utils.parametrizations.weight_norm` (it deep-copies), or call "
+       "`torch.nn.utils.remove_weight_norm(module, {name!r})` before copying"),
 )
 OLD_SPECTRAL_NORM = _cause(
-    "old-spectral-norm", "spectral_norm (old API) after a forward",
-    "use `torch.nn.utils.parametrizations.spectral_norm`, or call "
-    "`torch.nn.utils.remove_spectral_norm(module, {name!r})` before copying",
+    "old-spectral-norm", N_("spectral_norm (old API) after a forward"),
+    N_("use `torch.nn.utils.parametrizations.spectral_norm`, or call "
+       "`torch.nn.utils.remove_spectral_norm(module, {name!r})` before copying"),
 )
 PRUNE = _cause(
-    "prune", "torch.nn.utils.prune reparametrisation",
-    "make the pruning permanent with `torch.nn.utils.prune.remove(module, {name!r})` "
-    "before copying, or copy the `state_dict()` into a new instance",
+    "prune", N_("torch.nn.utils.prune reparametrisation"),
+    N_("make the pruning permanent with `torch.nn.utils.prune.remove(module, {name!r})` "
+       "before copying, or copy the `state_dict()` into a new instance"),
 )
 # The pre-hooks that write a reparametrised weight: their class, the field naming the weight, the cause.
 _REPARAMETRISATIONS = (
@@ -167,7 +178,12 @@ _CONTAINERS = (dict, list, tuple, set, frozenset, ReducedParts)
 
 
 def diagnose(nodes: list[Node], index: int) -> Cause:
-    """The cause of the non-leaf tensor at ``nodes[index]`` (a node of ``deepcopy_walk.walk``)."""
+    """The cause of the non-leaf tensor at ``nodes[index]`` (a node of ``deepcopy_walk.walk``), in the
+    user's language."""
+    return _said(_cause_of(nodes, index))
+
+
+def _cause_of(nodes: list[Node], index: int) -> Cause:
     _, parent, kind, key = nodes[index]
     if parent < 0:
         return ROOT_TENSOR
@@ -196,7 +212,7 @@ def _owned_cause(nodes: list[Node], owner_index: int, index: int) -> Cause:
     if isinstance(owner, Optimizer):
         return _optimizer_cause(names)
     if isinstance(owner, LRScheduler):
-        return LEARNED_LR if names and "lr" in names[-1] else _naming(KEPT_ON, holder="LR scheduler")
+        return LEARNED_LR if names and "lr" in names[-1] else _naming(KEPT_ON, holder=say("LR scheduler"))
     if isinstance(owner, Dataset):
         return DATASET
     if isinstance(owner, torch.Tensor):
@@ -208,7 +224,7 @@ def _owned_cause(nodes: list[Node], owner_index: int, index: int) -> Cause:
         return MODULE_CONTAINER
     keeper = _keeper_kind(owner)
     if keeper:
-        return _naming(LOOKS_KEPT_ON, holder=keeper)
+        return _naming(LOOKS_KEPT_ON, holder=say(keeper))
     logged_name = next((name for name in names if _LOGGED_NAME.search(name)), None)
     if logged_name:
         return _naming(LOGGED, name=logged_name)
@@ -221,7 +237,7 @@ def _optimizer_cause(names: list[str]) -> Cause:
     if store == "state":
         return OPTIMIZER
     if store not in ("param_groups", "defaults"):
-        return _naming(KEPT_ON, holder="optimizer")
+        return _naming(KEPT_ON, holder=say("optimizer"))
     if "params" in names:
         return OPTIMIZER_PARAM
     setting = names[-2] if len(names) > 1 else ""
@@ -295,5 +311,5 @@ def _module_cause(module: nn.Module, wrapper: Any, kind: str, name: Any, otherwi
     for hook in stored.get("_forward_pre_hooks", {}).values():
         for hook_class, name_field, said in _REPARAMETRISATIONS:
             if isinstance(hook, hook_class) and sv.instance_dict(hook).get(name_field) == name:
-                return Cause(said.kind, said.cause, said.fix.format(name=name))
+                return Cause(said.kind, say(said.cause), say(said.fix, name=name))
     return CACHED

@@ -79,7 +79,7 @@ class KeepGoing:
     def _record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], place: str | None,
                 sending: bool, handled: bool) -> None:
         root, how, finding = self._finding_of(tensor, candidates, sending)
-        self._add(Failure(operation, place, M.say(M.KG_ROOT, type_name=type(root).__name__, how=how),
+        self._add(Failure(operation, place, M.say(M.KG_ROOT, type_name=type(root).__name__, how=M.say(how)),
                           on_error.fitted_finding(finding, sending, root), self._created(tensor), handled))
 
     def _add(self, failure: Failure) -> None:
@@ -91,7 +91,7 @@ class KeepGoing:
 
     @staticmethod
     def _created(tensor: torch.Tensor) -> str | None:
-        return places.creation_note(tensor.grad_fn) or M.CREATED_NOT_RECORDED
+        return places.creation_note(tensor.grad_fn) or M.say(M.CREATED_NOT_RECORDED)
 
     def _finding_of(self, tensor: torch.Tensor, candidates: list[tuple[Any, str]],
                     sending: bool) -> tuple[Any, str, Finding]:
@@ -121,22 +121,22 @@ class KeepGoing:
         place = places.callers_place(skip=2)
         for finding in scan(dataset).findings:
             self._add(Failure(M.CHECKED_AT, place, M.say(M.KG_ROOT, type_name=type(dataset).__name__,
-                                                          how=M.HOW_FORK_DATASET),
+                                                          how=M.say(M.HOW_FORK_DATASET)),
                               finding, self._created(finding.tensor)))
 
     # --- the summary -------------------------------------------------------------------------------
     def summary(self, stopped_by: BaseException | None = None) -> str:
         if not self.failures:
-            lines = [M.KG_NONE]
+            lines = [M.say(M.KG_NONE)]
         else:
             lines = [M.say(M.KG_HEADER, count=len(self._grouped()))]
             for number, (failure, group) in enumerate(self._grouped(), 1):
                 lines += self._entry(number, failure, group)
-            lines += ["", M.CLONE_RULE]
+            lines += ["", M.say(M.CLONE_RULE)]
         if stopped_by is not None:
             lines += ["", M.say(M.KG_STOPPED, error=error_line(stopped_by)), *self._limits_met(stopped_by)]
         elif any(failure.operation == M.CHECKED_AT for failure in self.failures.values()):
-            lines += ["", M.KG_LIMIT_FORK_WORKERS]
+            lines += ["", M.say(M.KG_LIMIT_FORK_WORKERS)]
         return "\n".join(M.KG_PREFIX + line if line else "" for line in lines)
 
     def _grouped(self) -> list[tuple[Failure, on_error.FindingGroup]]:
@@ -156,24 +156,24 @@ class KeepGoing:
     def _entry(number: int, failure: Failure, group: on_error.FindingGroup) -> list[str]:
         finding = group.first
         times = M.say(M.KG_TIMES, times=failure.times) if failure.times > 1 else ""
-        place = M.say(failure.operation, place=(failure.place or M.KG_NO_USER_LINE) + times)
-        lines = [f"{number}. {group.where}" + (f" ({group.count} tensors)" if group.count > 1 else ""),
-                 f"   {place}", f"   root: {failure.root}",
-                 f"   cause: {finding.cause} (grad_fn={finding.grad_fn})"]
+        place = M.say(failure.operation, place=(failure.place or M.say(M.KG_NO_USER_LINE)) + times)
+        tensors = M.say(" ({count} tensors)", count=group.count) if group.count > 1 else ""
+        lines = [f"{number}. {group.where}{tensors}", f"   {place}", M.say("   root: {root}", root=failure.root),
+                 M.say("   cause: {cause} (grad_fn={grad_fn})", cause=finding.cause, grad_fn=finding.grad_fn)]
         if failure.created:
             lines.append(f"   {failure.created}")
-        lines.append(f"   fix: {finding.fix}")
+        lines.append(M.say("   fix: {fix}", fix=finding.fix))
         if failure.handled:
-            lines.append(f"   {M.KG_HANDLED}")
+            lines.append("   " + M.say(M.KG_HANDLED))
         return lines
 
     @staticmethod
     def _limits_met(error: BaseException) -> list[str]:
         text = "\n".join(str(e) for e in on_error.chain_of(error))
         if WORKER_ERROR in text and _STACK_OUT in text:
-            return [M.KG_LIMIT_WORKER_STACK]
+            return [M.say(M.KG_LIMIT_WORKER_STACK)]
         if GRAPH_LEAVES in text or COWARDLY in text:
-            return [M.KG_LIMIT_UNREACHED]
+            return [M.say(M.KG_LIMIT_UNREACHED)]
         return []
 
     # --- the hooks ---------------------------------------------------------------------------------
@@ -181,6 +181,7 @@ class KeepGoing:
     def hooks(self) -> Iterator[KeepGoing]:
         """Record and go on while active: the deepcopy, send and DataLoader hooks, origins on."""
         from multiprocessing.reduction import ForkingPickler
+
         from torch.utils.data import DataLoader
 
         deepcopy = torch.Tensor.__deepcopy__

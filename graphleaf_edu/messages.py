@@ -4,74 +4,77 @@ The notes added to an error (``graphleaf_edu.on_error``), the runner's words (``
 graphleaf_edu``), the ``--keep-going`` summary and the README's error index (``tools/error_index.py``)
 quote these constants; each cause's own words and fix are ``graphleaf_edu.causes``' constants.
 Each reaches the user through ``graphleaf_edu.i18n.say`` (re-exported here as ``say``), which fills
-in its ``{fields}`` and translates it once the catalogs hold it (none of these is marked with ``N_`` yet: the zh_CN catalog
-requires every marked message to be translated). A bottom layer: it imports only ``i18n``.
+in its ``{fields}`` and translates it (each is marked with ``N_`` for the catalogs). A bottom layer: it imports only ``i18n``.
 
     >>> say(SENT_AT, place="train.py:72  queue.put(logits)")
     'sent at train.py:72  queue.put(logits)'
 """
 from __future__ import annotations
 
-from graphleaf_edu.i18n import say
+from graphleaf_edu.i18n import N_, say
 
 __all__ = ["say"]
 
 
 # --- detach() or detach().clone(): the one rule ------------------------------------------------------
-CLONE_RULE = (
+CLONE_RULE = N_(
     "`t.detach()` shares t's memory and is enough to copy or send; use `t.detach().clone()` only when the "
     "detached tensor must not change when t is later changed in place (an optimizer step, `+=`)"
 )
 
 # A send (a queue, a spawned process' arguments): the fix is at the call that sends.
-SEND_FIX = "detach it where it is sent: pass `t.detach()` (`queue.put(t.detach())`, `Process(args=(t.detach(),))`)"
+SEND_FIX = N_("detach it where it is sent: pass `t.detach()` (`queue.put(t.detach())`, `Process(args=(t.detach(),))`)")
 
 # --- the notes on an error (graphleaf_edu.on_error) --------------------------------------------------
-NOTE_PREFIX = "graphleaf_edu: "
-COPYING_ROOT = "copying root = a {type_name} ({how})"
-SENDING_ROOT = "sending root = a {type_name} ({how})"
-COPIED_AT = "copied at {place}"
-SENT_AT = "sent at {place}"
-PLACE_UNKNOWN = "no line of your own code is on the traceback (the error came from library code alone)"
-HOW_DEEPCOPY = "copy.deepcopy(x) called in {called_in}"
-HOW_INNER_DEEPCOPY = "the innermost copy that fails: copy.deepcopy(x) called in {called_in}, inside a __deepcopy__"
-HOW_DATASET = "the DataLoader's dataset, found in {called_in}"
-HOW_PICKLED = "the object torch.multiprocessing was pickling"
-HOW_PROCESS = "a spawned Process: its target and arguments are pickled at start()"
-HOW_QUEUE = "the object put on a multiprocessing Queue, pickled later by its feeder thread"
-HOW_THE_FAILING_LINE = "the failing line"
-NOT_FOUND = (
-    "could not find the object being {verb} in the traceback; "
+NOTE_PREFIX = "graphleaf_edu: "  # a name, the same in every language (notes are found by it)
+COPYING_ROOT = N_("copying root = a {type_name} ({how})")
+SENDING_ROOT = N_("sending root = a {type_name} ({how})")
+COPIED_AT = N_("copied at {place}")
+SENT_AT = N_("sent at {place}")
+PLACE_UNKNOWN = N_("no line of your own code is on the traceback (the error came from library code alone)")
+HOW_DEEPCOPY = N_("copy.deepcopy(x) called in {called_in}")
+HOW_INNER_DEEPCOPY = N_("the innermost copy that fails: copy.deepcopy(x) called in {called_in}, inside a __deepcopy__")
+HOW_DATASET = N_("the DataLoader's dataset, found in {called_in}")
+HOW_PICKLED = N_("the object torch.multiprocessing was pickling")
+HOW_PROCESS = N_("a spawned Process: its target and arguments are pickled at start()")
+HOW_QUEUE = N_("the object put on a multiprocessing Queue, pickled later by its feeder thread")
+HOW_THE_FAILING_LINE = N_("the failing line")
+NOT_FOUND_COPIED = N_(
+    "could not find the object being copied in the traceback; "
     "call graphleaf_edu.explain(obj) on it to name its non-leaf tensors"
 )
-NOTHING_REACHABLE_COPY = "no non-leaf tensor is reachable from root by deepcopy's protocol"
-NOTHING_REACHABLE_SEND = "no tensor that torch.multiprocessing refuses is reachable from root by pickle's rules"
-MORE_FINDINGS = "... and {count} more: graphleaf_edu.explain(root)"
-SAFE_COPY_HINT = "graphleaf_edu.safe_deepcopy(root) copies root with these tensors detached"
-SEND_RULES = "walked by what torch.multiprocessing sends: a tensor's data only (not its .grad, not its attributes)"
-CREATED_AT = "created at {places}"
-CREATED_IN_LIBRARY = (
+NOT_FOUND_SENT = N_(
+    "could not find the object being sent in the traceback; "
+    "call graphleaf_edu.explain(obj) on it to name its non-leaf tensors"
+)
+NOTHING_REACHABLE_COPY = N_("no non-leaf tensor is reachable from root by deepcopy's protocol")
+NOTHING_REACHABLE_SEND = N_("no tensor that torch.multiprocessing refuses is reachable from root by pickle's rules")
+MORE_FINDINGS = N_("... and {count} more: graphleaf_edu.explain(root)")
+SAFE_COPY_HINT = N_("graphleaf_edu.safe_deepcopy(root) copies root with these tensors detached")
+SEND_RULES = N_("walked by what torch.multiprocessing sends: a tensor's data only (not its .grad, not its attributes)")
+CREATED_AT = N_("created at {places}")
+CREATED_IN_LIBRARY = N_(
     "created at {places}, inside the library call made there "
     "(a line that stored it later, such as a hook's, is not on this stack)"
 )
-CREATED_NOT_RECORDED = "its creation was not recorded (it was made before origins were turned on)"
-CALLED_FROM = "{place} (called from {outer})"
-ORIGINS_HINT_RUNNER = (
+CREATED_NOT_RECORDED = N_("its creation was not recorded (it was made before origins were turned on)")
+CALLED_FROM = N_("{place} (called from {outer})")
+ORIGINS_HINT_RUNNER = N_(
     "to name the line that created each tensor, run again with origins on: "
     "{command}"
 )
-ORIGINS_HINT_CODE = (
+ORIGINS_HINT_CODE = N_(
     "to name the line that created each tensor, turn origins on before the forward pass: "
     "torch.autograd.set_detect_anomaly(True, check_nan=False)"
 )
-FEEDER_THREAD = (
+FEEDER_THREAD = N_(
     "the error was raised in the Queue's feeder thread: the item was dropped, and the script went on"
 )
-CELL_PLACE = "Cell {cell}, line {line}"
-GROUPED_FINDING = "{where}: {count} tensors, {cause} (grad_fn={grad_fn}) | fix: {fix}"
+CELL_PLACE = N_("Cell {cell}, line {line}")
+GROUPED_FINDING = N_("{where}: {count} tensors, {cause} (grad_fn={grad_fn}) | fix: {fix}")
 
 # --- python -m graphleaf_edu ---------------------------------------------------------------------
-KG_CANNOT_CONTINUE = (
+KG_CANNOT_CONTINUE = N_(
     "What --keep-going cannot continue past: a process it does not run in (a spawned or forkserver child,\n"
     "a torch.multiprocessing.spawn worker: their own deepcopies and sends fail as usual, and the error\n"
     "that reaches this process ends the run); a fork DataLoader worker that collates non-leaf samples\n"
@@ -80,8 +83,8 @@ KG_CANNOT_CONTINUE = (
     "subclass with its own __deepcopy__; and any other error the script raises. What a fork child\n"
     "(a DataLoader worker) copies or sends with a culprit detached is not in the summary."
 )
-RUNNER_USAGE = (
-    "usage: python -m graphleaf_edu [--keep-going] [--origins] SCRIPT [ARGS...]\n"
+RUNNER_USAGE = N_(
+    "usage: python -m graphleaf_edu [--keep-going] [--origins] [--lang LANG] SCRIPT [ARGS...]\n"
     "Runs SCRIPT as __main__; if it raises the graph-leaves deepcopy error (or torch.multiprocessing's\n"
     "\"Cowardly refusing to serialize\"), the traceback ends with notes naming the line of your code that\n"
     "copied or sent the object, every non-leaf tensor's path, its cause and its fix.\n"
@@ -94,45 +97,46 @@ RUNNER_USAGE = (
     "                non-zero status, else 1 when a cause was found, else 0.\n"
     "  --origins     also name the line of your code that created each of those tensors (autograd's\n"
     "                anomaly mode: a compute-bound script runs slower, ~1.5 x in make bench)\n"
-    "\n" + KG_CANNOT_CONTINUE
-)
-RUNNER_NO_SCRIPT = "python -m graphleaf_edu: which script? none given"
-RUNNER_UNKNOWN_OPTION = "python -m graphleaf_edu: unknown option {option}"
-RUNNER_NO_SUCH_SCRIPT = "python -m graphleaf_edu: no such script: {script}"
+    "  --lang LANG   the language of the notes and the summary: en (the default) or zh-CN (Simplified\n"
+    "                Chinese); GRAPHLEAF_EDU_LANG=zh_CN does the same"
+)  # the runner prints KG_CANNOT_CONTINUE after it, a blank line between
+RUNNER_NO_SCRIPT = N_("python -m graphleaf_edu: which script? none given")
+RUNNER_UNKNOWN_OPTION = N_("python -m graphleaf_edu: unknown option {option}")
+RUNNER_NO_SUCH_SCRIPT = N_("python -m graphleaf_edu: no such script: {script}")
 
 # --- the README's error index (tools/error_index.py writes it between its markers) ------------------
-INDEX_RUNNER = "`python -m graphleaf_edu --keep-going your_script.py`"
-INDEX_EXPLAIN_COPIED = "`gl.explain(obj)` on what was copied (for an EMA/SWA/teacher wrapper: the model you gave it)"
-INDEX_EXPLAIN_WEIGHT_NORM = "`gl.explain(model)` (names `….weight`, cause \"old weight_norm\")"
-INDEX_EXPLAIN_GRAD = "`gl.explain(w)` (names `.grad`)"
-INDEX_EXPLAIN_DATASET = "`gl.explain(loader.dataset)`"
-INDEX_EXPLAIN_SENT = "`gl.explain(loader.dataset, \"multiprocessing\")`, or `gl.explain(t, \"multiprocessing\")` on what you sent"
-INDEX_PARAMETRIZED_SAVE = "{fix}; save `model.state_dict()` (parametrized modules refuse `torch.save(model)`)"
-INDEX_FOR_A_LONE_TENSOR = "for a lone tensor: {fix}"
-INDEX_FOR_A_DATASET = "for a dataset: as in the rows above"
-INDEX_SAME_FIX = "the same as in the row above"
-INDEX_SEE_THE_ERROR = "the same as for the dataset rows above; always pass `timeout=` to see the error"
+INDEX_RUNNER = N_("`python -m graphleaf_edu --keep-going your_script.py`")
+INDEX_EXPLAIN_COPIED = N_("`gl.explain(obj)` on what was copied (for an EMA/SWA/teacher wrapper: the model you gave it)")
+INDEX_EXPLAIN_WEIGHT_NORM = N_("`gl.explain(model)` (names `….weight`, cause \"old weight_norm\")")
+INDEX_EXPLAIN_GRAD = N_("`gl.explain(w)` (names `.grad`)")
+INDEX_EXPLAIN_DATASET = N_("`gl.explain(loader.dataset)`")
+INDEX_EXPLAIN_SENT = N_("`gl.explain(loader.dataset, \"multiprocessing\")`, or `gl.explain(t, \"multiprocessing\")` on what you sent")
+INDEX_PARAMETRIZED_SAVE = N_("{fix}; save `model.state_dict()` (parametrized modules refuse `torch.save(model)`)")
+INDEX_FOR_A_LONE_TENSOR = N_("for a lone tensor: {fix}")
+INDEX_FOR_A_DATASET = N_("for a dataset: as in the rows above")
+INDEX_SAME_FIX = N_("the same as in the row above")
+INDEX_SEE_THE_ERROR = N_("the same as for the dataset rows above; always pass `timeout=` to see the error")
 
 # --- python -m graphleaf_edu --keep-going: the summary at exit ----------------------------------
 KG_PREFIX = "graphleaf_edu --keep-going: "
-KG_ROOT = "a {type_name} ({how})"
-KG_HEADER = "{count} cause(s) found; each copy or send went on with these tensors detached (the script's own results may differ from a fixed run's)"
-KG_NONE = "no deepcopy or torch.multiprocessing send met a non-leaf tensor in this run"
-KG_STOPPED = "the script stopped at: {error}"
-KG_TIMES = " ({times} times)"
-KG_NO_USER_LINE = "no line of your own code on the stack"
-KG_HANDLED = "handled by the script: its own except clause caught the error, raised as without --keep-going"
-CHECKED_AT = "checked when the loader's iterator started at {place}"
-HOW_FORK_DATASET = "a fork DataLoader's dataset: its workers read it as it is"
-KG_LIMIT_FORK_WORKERS = (
+KG_ROOT = N_("a {type_name} ({how})")
+KG_HEADER = N_("{count} cause(s) found; each copy or send went on with these tensors detached (the script's own results may differ from a fixed run's)")
+KG_NONE = N_("no deepcopy or torch.multiprocessing send met a non-leaf tensor in this run")
+KG_STOPPED = N_("the script stopped at: {error}")
+KG_TIMES = N_(" ({times} times)")
+KG_NO_USER_LINE = N_("no line of your own code on the stack")
+KG_HANDLED = N_("handled by the script: its own except clause caught the error, raised as without --keep-going")
+CHECKED_AT = N_("checked when the loader's iterator started at {place}")
+HOW_FORK_DATASET = N_("a fork DataLoader's dataset: its workers read it as it is")
+KG_LIMIT_FORK_WORKERS = N_(
     "a fork DataLoader's workers read its dataset as it is: one that deep-copies a sample goes on with it "
     "detached, one that collates non-leaf samples fails (stack(out=...)) and ends the run"
 )
-KG_LIMIT_WORKER_STACK = (
+KG_LIMIT_WORKER_STACK = N_(
     "--keep-going cannot continue past a fork DataLoader worker that collates non-leaf samples: "
     "fix the dataset named above and run again"
 )
-KG_LIMIT_UNREACHED = (
+KG_LIMIT_UNREACHED = N_(
     "--keep-going cannot continue past this one: it was raised where its hooks do not run (a spawned child "
     "process, a tensor subclass' own __deepcopy__); its notes above name it"
 )

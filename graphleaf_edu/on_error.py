@@ -39,7 +39,7 @@ import torch
 from graphleaf_edu import messages as M
 from graphleaf_edu import places
 from graphleaf_edu.diagnose import find_nonleaf
-from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, error_line
+from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, error_line, first_line, gloss
 from graphleaf_edu.findings import Finding, Findings, error_kind
 
 NOTE_PREFIX = M.NOTE_PREFIX
@@ -91,8 +91,8 @@ def add_notes(error: BaseException) -> bool:
     try:
         notes = diagnosis_notes(graph_error, place=_users_place(error, graph_error))
     except Exception as failure:  # noqa: BLE001 - the user's own error must still be shown as it is
-        notes = [NOTE_PREFIX + f"the diagnosis itself failed ({error_line(failure)}); "
-                 "call graphleaf_edu.explain(obj) on the object being copied"]
+        notes = [NOTE_PREFIX + M.say("the diagnosis itself failed ({error}); call graphleaf_edu.explain(obj) on the "
+                                     "object being copied", error=error_line(failure))]
     for note in notes:
         error.add_note(note)
     return True
@@ -107,17 +107,19 @@ def diagnosis_notes(error: BaseException, place: str | None = None, copied: Copi
     sent, each culprit's path, cause, fix and creation line."""
     sending = error_kind(error) == "multiprocessing"
     copied = copied or find_copied_object(error.__traceback__, sending)
-    notes = [] if torch.is_anomaly_enabled() else [_origins_hint[-1]]
-    notes.append(M.say(M.SENT_AT if sending else M.COPIED_AT, place=place) if place else M.PLACE_UNKNOWN)
+    meaning = gloss(first_line(str(error)))  # what PyTorch's own words mean, in the user's language
+    notes = [meaning] if meaning else []
+    notes += [] if torch.is_anomaly_enabled() else [M.say(_origins_hint[-1])]
+    notes.append(M.say(M.SENT_AT if sending else M.COPIED_AT, place=place) if place else M.say(M.PLACE_UNKNOWN))
     if copied is None:
-        return _prefixed(notes + [M.say(M.NOT_FOUND, verb="sending" if sending else "copying")])
+        return _prefixed(notes + [M.say(M.NOT_FOUND_SENT if sending else M.NOT_FOUND_COPIED)])
     findings = copied.findings if copied.findings is not None else _walk(copied.obj, sending)
     root = M.SENDING_ROOT if sending else M.COPYING_ROOT
-    notes.append(M.say(root, type_name=type(copied.obj).__name__, how=copied.how))
+    notes.append(M.say(root, type_name=type(copied.obj).__name__, how=M.say(copied.how)))
     if sending:
-        notes.append(M.SEND_RULES)
+        notes.append(M.say(M.SEND_RULES))
     if not findings:
-        notes.append(M.NOTHING_REACHABLE_SEND if sending else M.NOTHING_REACHABLE_COPY)
+        notes.append(M.say(M.NOTHING_REACHABLE_SEND if sending else M.NOTHING_REACHABLE_COPY))
     detach_at_send = sending and not _is_dataset(copied.obj)
     fitted = [_fitted(finding, detach_at_send) for finding in findings]
     groups = grouped(fitted)
@@ -126,13 +128,13 @@ def diagnosis_notes(error: BaseException, place: str | None = None, copied: Copi
         created = _creation(group.first)
         if created:
             notes.append("  " + created)
-    notes += [f"cannot look inside: {o.line()}" for o in findings.opaque]
+    notes += [M.say("cannot look inside: {object}", object=o.line()) for o in findings.opaque]
     if len(groups) > _LISTED:
         notes.append(M.say(M.MORE_FINDINGS, count=len(groups) - _LISTED))
     if findings and not sending:
-        notes.append(M.SAFE_COPY_HINT)
+        notes.append(M.say(M.SAFE_COPY_HINT))
     if any("detach()" in finding.fix for finding in fitted):
-        notes.append(M.CLONE_RULE)
+        notes.append(M.say(M.CLONE_RULE))
     return _prefixed(notes)
 
 
@@ -159,7 +161,7 @@ def fitted_finding(finding: Finding, sending: bool, root: Any) -> Finding:
 def _fitted(finding: Finding, detach_at_send: bool) -> Finding:
     """The finding with the fix that fits the place: a tensor sent is detached at the send."""
     if detach_at_send and finding.kind in _DETACH_AT_SEND:
-        return dataclasses.replace(finding, fix=M.SEND_FIX)
+        return dataclasses.replace(finding, fix=M.say(M.SEND_FIX))
     return finding
 
 
@@ -207,7 +209,7 @@ def _ranged(pattern: str, indices: list[int]) -> str:
 def _creation(finding: Finding) -> str | None:
     if not torch.is_anomaly_enabled():
         return None
-    return places.creation_note(finding.tensor.grad_fn) or M.CREATED_NOT_RECORDED
+    return places.creation_note(finding.tensor.grad_fn) or M.say(M.CREATED_NOT_RECORDED)
 
 
 def _users_place(error: BaseException, graph_error: BaseException) -> str | None:
@@ -316,7 +318,7 @@ def put_place(obj: Any) -> str | None:
 def _feeder_error_with_notes(error: Exception, obj: Any) -> None:
     if is_graph_error(error) and not _has_notes(error):
         copied = CopiedObject(obj, M.HOW_QUEUE)
-        for note in diagnosis_notes(error, place=put_place(obj), copied=copied) + [NOTE_PREFIX + M.FEEDER_THREAD]:
+        for note in diagnosis_notes(error, place=put_place(obj), copied=copied) + [NOTE_PREFIX + M.say(M.FEEDER_THREAD)]:
             error.add_note(note)
     traceback.print_exception(error, file=sys.stderr)
 

@@ -17,6 +17,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from graphleaf_edu.i18n import say, say_n
+
 SHORT_MODE = "Plain"
 WORKER_TRACEBACK = "\nOriginal Traceback (most recent call last):\n"
 
@@ -43,7 +45,7 @@ def short_worker_message(error: BaseException) -> BaseException:
         return error
     lines = message.strip().splitlines()
     try:
-        return type(error)(f"{lines[0]}\n  [the worker's traceback is in str(error)]\n  {lines[-1]}")
+        return type(error)(f"{lines[0]}\n  " + say("[the worker's traceback is in str(error)]") + f"\n  {lines[-1]}")
     except Exception:  # noqa: BLE001 (an exception type with another constructor is shown as it is)
         return error
 
@@ -57,7 +59,7 @@ def first_sentence(message: str) -> str:
 
 def repeat_line(error: BaseException, where: str | None) -> str:
     """An error shown in full before, in one line: its type, first sentence, and the student's line."""
-    shown = f"{type(error).__name__}: {first_sentence(str(error))} (shown in full above)"
+    shown = f"{type(error).__name__}: {first_sentence(str(error))} " + say("(shown in full above)")
     return f"{shown}  <- {where}" if where else shown
 
 
@@ -74,7 +76,8 @@ def students_line(tb: types.TracebackType | None, label: Callable[[str], str | N
 
 
 def _hidden_note(count: int) -> str:
-    return f"  [... {count} library frame{'s' if count != 1 else ''} not shown: %xmode Context shows them]\n"
+    return "  " + say_n("[... {n} library frame not shown: %xmode Context shows them]",
+                        "[... {n} library frames not shown: %xmode Context shows them]", count) + "\n"
 
 
 def use_short_tracebacks(shell: Any) -> None:

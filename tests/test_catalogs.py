@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -60,6 +60,13 @@ def test_the_problem_list_sees_a_missing_a_fuzzy_and_a_wrong_translation():
     assert [line.split(":")[0] for line in catalogs.problems(catalog)] == ["untranslated", "fields differ from the English ['place']", "fuzzy (the English changed; check the translation)"]
 
 
+def called_name(node: ast.AST) -> str | None:
+    """``say`` for ``say(...)`` and ``M.say(...)`` (what the extractor sees: the name before the bracket)."""
+    if not isinstance(node, ast.Call):
+        return None
+    return node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+
+
 def marked_calls() -> list[tuple[str, int, str, ast.expr]]:
     """Every call of N_, say and say_n in the package: (file, line, function, first argument); a literal
     said inside an f-string is reported with the f-string as its argument (the extractor cannot see it)."""
@@ -67,24 +74,23 @@ def marked_calls() -> list[tuple[str, int, str, ast.expr]]:
     for path in sorted((ROOT / "graphleaf_edu").rglob("*.py")):
         tree = ast.parse(path.read_text())
         for fstring in (node for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)):
-            calls += [(str(path.relative_to(ROOT)), node.lineno, node.func.id, fstring) for node in ast.walk(fstring)
-                      if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                      and node.func.id in catalogs.KEYWORDS and node.args and isinstance(node.args[0], ast.Constant)]
+            calls += [(str(path.relative_to(ROOT)), node.lineno, called_name(node), fstring) for node in ast.walk(fstring)
+                      if called_name(node) in catalogs.KEYWORDS and node.args and isinstance(node.args[0], ast.Constant)]
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in catalogs.KEYWORDS and node.args):
-                calls.append((str(path.relative_to(ROOT)), node.lineno, node.func.id, node.args[0]))
+            name = called_name(node)
+            if name in catalogs.KEYWORDS and node.args:
+                calls.append((str(path.relative_to(ROOT)), node.lineno, name, node.args[0]))
     return calls
 
 
 def test_marked_messages_are_literals_the_extractor_can_read():
     """An f-string or a built-up string never reaches the catalog: the fields go in as keywords.
-    ``say`` may also take a constant (marked where it is defined, with ``N_``)."""
+    ``say`` may also take a constant, or a choice of constants (marked where defined, with ``N_``)."""
     calls = marked_calls()
     assert calls
     wrong = [f"{file}:{line} {name}(...)" for file, line, name, first in calls
              if not (isinstance(first, ast.Constant) and isinstance(first.value, str))
-             and not (name == "say" and isinstance(first, (ast.Name, ast.Attribute)))]
+             and not (name == "say" and not isinstance(first, (ast.JoinedStr, ast.BinOp, ast.Call)))]
     assert wrong == []
 
 
@@ -258,3 +264,109 @@ def test_the_views_say_everything_in_chinese_and_show_the_same_runs():
     assert left == {}
     changed = sum(zh != en for (_, zh, _), (_, en, _) in zip(chinese, english, strict=True))
     assert changed == len(english)
+
+
+def objects_with_every_kind_of_culprit() -> dict[str, object]:
+    """Fresh objects whose non-leaf tensors have different causes (and so different words)."""
+    import types
+
+    import torch
+    from torch import nn
+
+    x = torch.ones(2, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leaf_with_graph_grad = torch.ones(2, requires_grad=True)
+        (leaf_with_graph_grad ** 3).sum().backward(create_graph=True)
+        old_weight_norm = nn.utils.weight_norm(nn.Linear(2, 2))
+    cached = nn.Linear(2, 2)
+    cached.cache = cached(x)
+    keeps_a_list = nn.Linear(2, 2)
+    keeps_a_list.seen = [x * 2, x * 3]
+    buffered = nn.BatchNorm1d(2)
+    buffered.running_mean = x * 2
+    optimizer = torch.optim.SGD([x], lr=0.1)
+    optimizer.param_groups[0]["momentum"] = x * 0.5
+    pruned = nn.utils.prune.l1_unstructured(nn.Linear(2, 2), "weight", amount=0.5)
+    dataset = torch.utils.data.TensorDataset(x * 2)
+    tensor_with_attribute = torch.ones(2, requires_grad=True)
+    tensor_with_attribute.extra = x * 2
+    return {
+        "tensor": x * 2, "leaf with a non-leaf .grad": leaf_with_graph_grad, "set": {x * 2},
+        "cached": cached, "list on a module": keeps_a_list, "buffer": buffered, "optimizer": optimizer,
+        "old weight_norm": old_weight_norm, "pruned": pruned, "dataset": dataset,
+        "tensor attribute": tensor_with_attribute, "object attribute": types.SimpleNamespace(y=x * 2),
+        "container": [x * 2], "logged": {"losses": [x.sum() * 2]}, "kv cache": {"past_key_values": (x * 2,)},
+    }
+
+
+def reports_in(lang: str) -> dict[str, tuple[str, list[tuple[str, str, str]], list[str]]]:
+    """Each object's report, its findings' (path, kind, grad_fn), and its fixes and causes."""
+    speak(lang)
+    found = {}
+    for name, obj in objects_with_every_kind_of_culprit().items():
+        findings = gl.find_nonleaf(obj)
+        found[name] = (findings.report(), [(f.path, f.kind, f.grad_fn) for f in findings],
+                       [text for f in findings for text in (f.cause, f.fix)])
+    return found
+
+
+def test_explain_reports_the_same_findings_in_chinese_in_chinese_words():
+    english, chinese = reports_in("en"), reports_in("zh-CN")
+    assert {name: found for name, (_, found, _) in chinese.items()} == {
+        name: found for name, (_, found, _) in english.items()}
+    assert all(found for _, found, _ in english.values())
+    assert len({kind for _, found, _ in english.values() for _, kind, _ in found}) >= 12
+    for name, (report, _, words) in chinese.items():
+        english_report, _, english_words = english[name]
+        assert report.count("\n") == english_report.count("\n"), name
+        assert all(zh != en for zh, en in zip(words, english_words, strict=True)), name
+        assert english_left(report) == [], (name, report)
+
+
+def notes_for(lang: str) -> list[str]:
+    import copy
+
+    speak(lang)
+    model = objects_with_every_kind_of_culprit()["list on a module"]
+    model.cache = model(model.weight.sum(0))
+    try:
+        with gl.explain_errors():
+            copy.deepcopy(model)
+    except RuntimeError as error:
+        return list(error.__notes__)
+    raise AssertionError("copy.deepcopy did not raise")
+
+
+def test_the_notes_on_an_error_are_chinese_and_say_as_much_as_the_english():
+    english, chinese = notes_for("en"), notes_for("zh-CN")
+    assert chinese[0].startswith("graphleaf_edu: （意思是：只有用户直接创建的张量")
+    assert len(chinese) == len(english) + 1  # PyTorch's message glossed first
+    assert all(note.startswith("graphleaf_edu: ") for note in chinese)
+    assert [note.split("：")[0].split(" ")[1] for note in chinese if "root." in note] == [
+        note.split(":")[1].strip() for note in english if "root." in note]
+    assert {note: english_left(note) for note in chinese if english_left(note)} == {}
+
+
+def run_the_runner(*arguments: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    env = {name: value for name, value in os.environ.items() if name != i18n.ENV_VAR} | environment
+    return subprocess.run([sys.executable, "-m", "graphleaf_edu", *arguments], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+
+
+def test_the_runner_speaks_chinese_with_lang_or_the_environment(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import copy, torch\nmodel = torch.nn.Linear(2, 2)\nmodel.cache = model(torch.ones(1, 2))\n"
+                      "copy.deepcopy(model)\n")
+    for run in (run_the_runner("--lang", "zh-CN", str(script)), run_the_runner("--lang=zh_CN", str(script)),
+                run_the_runner(str(script), GRAPHLEAF_EDU_LANG="zh_CN")):
+        assert run.returncode == 1
+        assert "graphleaf_edu: root.cache：模块属性里缓存的激活值（grad_fn=AddmmBackward0）" in run.stderr
+        assert f"graphleaf_edu: 拷贝发生在 {script}:4  copy.deepcopy(model)" in run.stderr
+        assert "RuntimeError: Only Tensors created explicitly by the user (graph leaves)" in run.stderr
+    english = run_the_runner(str(script))
+    assert "graphleaf_edu: root.cache: cached activation in a module attribute" in english.stderr
+    usage = run_the_runner("--lang", "zh-CN")
+    assert usage.returncode == 2 and usage.stderr.startswith("用法：python -m graphleaf_edu")
+    unknown = run_the_runner("--lang", "fr", str(script))
+    assert unknown.returncode == 2 and "no words in 'fr'" in unknown.stderr

@@ -146,7 +146,7 @@ def test_with_origins_each_culprit_names_the_users_line_that_created_it(run, fin
 def test_the_runner_says_how_it_is_used():
     usage = subprocess.run([sys.executable, "-m", "graphleaf_edu", "--help"], capture_output=True, text=True,
                            timeout=120, check=False)
-    assert usage.returncode == 0 and usage.stdout.strip() == M.RUNNER_USAGE
+    assert usage.returncode == 0 and usage.stdout.strip() == f"{M.RUNNER_USAGE}\n\n{M.KG_CANNOT_CONTINUE}"
     wrong = subprocess.run([sys.executable, "-m", "graphleaf_edu", "--origin", "x.py"], capture_output=True,
                            text=True, timeout=120, check=False)
     assert wrong.returncode == 2 and wrong.stderr.startswith(M.say(M.RUNNER_UNKNOWN_OPTION, option="--origin"))

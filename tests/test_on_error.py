@@ -161,7 +161,7 @@ def test_python_dash_m_graphleaf_edu_runs_a_script_with_the_notes(tmp_path):
     assert f"graphleaf_edu: copied at {script}:8  copy.deepcopy(model)" in run.stderr, "a path outside the cwd stays whole"
     usage = subprocess.run([sys.executable, "-m", "graphleaf_edu"], capture_output=True, text=True, timeout=120,
                            check=False)
-    assert usage.returncode == 2 and usage.stderr.startswith("usage: python -m graphleaf_edu [--keep-going] [--origins] SCRIPT")
+    assert usage.returncode == 2 and usage.stderr.startswith("usage: python -m graphleaf_edu [--keep-going] [--origins] [--lang LANG] SCRIPT")
 
 
 def test_the_extension_hooks_are_importable_from_the_package():

@@ -175,25 +175,38 @@ def test_lab_extra_brings_the_widgets_and_graphs(tmp_path, wheel, torch_only, la
     assert result["widget"]
 
 
-def test_the_installed_catalog_speaks_chinese_when_asked(core_venv):
+def test_the_installed_catalog_speaks_chinese_when_asked(core_venv, tmp_path):
     code = """
-        import json, os, warnings
+        import contextlib, io, json, warnings
         warnings.simplefilter("ignore")
-        import contextlib, io
+        import torch
         import graphleaf_edu as gl
         from graphleaf_edu import i18n
+        model = torch.nn.Linear(2, 2)
+        model.cache = model(torch.ones(1, 2))
         said = io.StringIO()
         with contextlib.redirect_stdout(said):
             gl.setup_notebook()
-        print(json.dumps({"language": i18n.language(), "status": said.getvalue().strip(),
-                          "catalog": str(i18n.LOCALE_DIR)}))
+            gl.explain(model)
+        print(json.dumps({"language": i18n.language(), "said": said.getvalue().splitlines(),
+                          "paths": [f.path for f in gl.find_nonleaf(model)], "catalog": str(i18n.LOCALE_DIR)}))
     """
     chinese = run_in(core_venv, code, GRAPHLEAF_EDU_LANG="zh_CN")
-    assert chinese["language"] == "zh_CN"
-    assert Path(chinese["catalog"]).is_relative_to(core_venv)
-    assert chinese["status"].endswith("graphleaf_edu 已就绪 | 已找到 Graphviz dot") or "未找到 Graphviz dot" in chinese["status"]
     english = run_in(core_venv, code)
-    assert english["language"] == "en" and "graphleaf_edu ready" in english["status"]
+    assert chinese["language"] == "zh_CN" and english["language"] == "en"
+    assert Path(chinese["catalog"]).is_relative_to(core_venv)
+    assert chinese["paths"] == english["paths"] == [".cache"]
+    assert "graphleaf_edu 已就绪" in chinese["said"][0] and "graphleaf_edu ready" in english["said"][0]
+    assert chinese["said"][1] == "对这个 Linear，copy.deepcopy(root) 会失败：1 个非叶子张量。"
+    assert "   原因：模块属性里缓存的激活值" in chinese["said"]
+    assert len(chinese["said"]) == len(english["said"])
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    completed = subprocess.run([str(python(core_venv)), "-W", "ignore", "-m", "graphleaf_edu", "--lang", "zh-CN",
+                                str(script)], capture_output=True, text=True, cwd=tmp_path, check=False, timeout=300)
+    assert completed.returncode == 1, completed.stderr
+    assert "graphleaf_edu: root.cache：模块属性里缓存的激活值" in completed.stderr, completed.stderr
+    assert completed.stdout.splitlines()[-1] == "loaded: []"
 
 
 SCRIPT = f"""

@@ -189,9 +189,9 @@ def render() -> str:
 def command_line() -> list[str]:
     """The runner's own words (``python -m graphleaf_edu --help``): what it does, and what
     ``--keep-going`` cannot continue past."""
-    from graphleaf_edu.messages import RUNNER_USAGE
+    from graphleaf_edu.messages import KG_CANNOT_CONTINUE, RUNNER_USAGE
 
-    return ["## The command line: python -m graphleaf_edu", "", "```text", RUNNER_USAGE, "```", ""]
+    return ["## The command line: python -m graphleaf_edu", "", "```text", RUNNER_USAGE, "", KG_CANNOT_CONTINUE, "```", ""]
 
 
 def main(argv: list[str] | None = None) -> int:
