@@ -79,7 +79,7 @@ def function_place(frame: Frame) -> str:
     """``train.py:21 in forward  attn = scores.softmax(-1)``: where, in which function."""
     text = linecache.getline(frame.filename, frame.lineno).strip()
     where = _cell_name(frame.filename, frame.lineno) or f"{_shown_path(frame.filename)}:{frame.lineno}"
-    name = "" if frame.name == "<module>" else f" in {frame.name}"
+    name = "" if frame.name == "<module>" else M.say(" in {function}", function=frame.name)
     return f"{where}{name}  {text}" if text else f"{where}{name}"
 
 

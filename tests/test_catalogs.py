@@ -366,6 +366,12 @@ def test_the_runner_speaks_chinese_with_lang_or_the_environment(tmp_path):
         assert "RuntimeError: Only Tensors created explicitly by the user (graph leaves)" in run.stderr
     english = run_the_runner(str(script))
     assert "graphleaf_edu: root.cache: cached activation in a module attribute" in english.stderr
+    kept_going = run_the_runner("--keep-going", "--lang", "zh-CN", str(script)).stderr.splitlines()
+    summary = [line.removeprefix("graphleaf_edu --keep-going: ") for line in kept_going
+               if line.startswith("graphleaf_edu --keep-going: ")]
+    assert summary[0].startswith("找到 1 个原因；"), summary
+    assert "   原因：模块属性里缓存的激活值（grad_fn=AddmmBackward0）" in summary
+    assert english_left("\n".join(summary)) == []
     usage = run_the_runner("--lang", "zh-CN")
     assert usage.returncode == 2 and usage.stderr.startswith("用法：python -m graphleaf_edu")
     unknown = run_the_runner("--lang", "fr", str(script))
