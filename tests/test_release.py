@@ -68,6 +68,11 @@ def test_every_install_of_the_suite_is_the_release_tag():
     assert installs >= len(lessons())
 
 
+def test_the_binder_link_handed_to_a_class_opens_the_release():
+    links = re.findall(r"mybinder\.org/v2/gh/[\w.-]+/[\w.-]+/([^?\s)>]+)", (ROOT / "docs" / "instructors.md").read_text())
+    assert links and set(links) == {TAG}
+
+
 SHAPES = [
     '"graphleaf-edu @ git+https://github.com/graphleaf-edu/graphleaf-edu"',
     '"graphleaf-edu @ git+https://github.com/graphleaf-edu/graphleaf-edu@main"',
