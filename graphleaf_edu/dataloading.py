@@ -257,13 +257,15 @@ def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
 def _check_configuration(start_method: str, num_workers: int, batch_size: int | None, timeout: float) -> None:
     methods = multiprocessing.get_all_start_methods()
     if start_method not in methods:
-        raise ValueError(f"start_method must be one of {methods} on this system, not {start_method!r}")
+        raise ValueError(say("start_method must be one of {methods} on this system, not {start_method!r}",
+                             methods=methods, start_method=start_method))
     if not isinstance(num_workers, int) or num_workers < 0:
-        raise ValueError(f"num_workers must be an int >= 0, not {num_workers!r}")
+        raise ValueError(say("num_workers must be an int >= 0, not {num_workers!r}", num_workers=num_workers))
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-        raise ValueError(f"batch_size must be a positive int or None, not {batch_size!r}")
+        raise ValueError(say("batch_size must be a positive int or None, not {batch_size!r}", batch_size=batch_size))
     if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds (it is what keeps a worker failure from hanging), not {timeout!r}")
+        raise ValueError(say("timeout must be > 0 seconds (it is what keeps a worker failure from hanging), not "
+                             "{timeout!r}", timeout=timeout))
 
 
 def worker_options(start_method: str, num_workers: int, timeout: float, folder: str) -> dict:

@@ -49,6 +49,7 @@ from graphleaf_edu.deepcopy_reducers import (
     reduced_parts_plan,
 )
 from graphleaf_edu.errors import GRAPH_LEAVES
+from graphleaf_edu.i18n import say
 from graphleaf_edu.stored_values import (
     ATTR,
     BUFFER,
@@ -339,11 +340,11 @@ def _atomic_plan(obj: Any, keep_alive: list[Any]) -> Children:
 
 
 def _opaque_plan(obj: Any, keep_alive: list[Any]) -> Children:
-    raise Opaque("copies itself (its own __deepcopy__): cannot look inside")
+    raise Opaque(say("copies itself (its own __deepcopy__): cannot look inside"))
 
 
 def _instance_deepcopy_plan(obj: Any, keep_alive: list[Any]) -> Children:
-    raise Opaque("copies itself (a __deepcopy__ set on the object itself): cannot look inside")
+    raise Opaque(say("copies itself (a __deepcopy__ set on the object itself): cannot look inside"))
 
 
 def _numpy_plan(array: Any, keep_alive: list[Any]) -> Children:

@@ -256,7 +256,8 @@ def error_kind(error: str | BaseException) -> str:
     if isinstance(error, BaseException):
         return "multiprocessing" if COWARDLY in str(error) else "deepcopy"
     if error not in _ERROR_KINDS:
-        raise ValueError(f"error= takes one of {_ERROR_KINDS} or the exception itself, got {error!r}")
+        raise ValueError(say("error= takes one of {kinds} or the exception itself, got {error!r}", kinds=_ERROR_KINDS,
+                             error=error))
     return error
 
 

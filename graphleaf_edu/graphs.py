@@ -32,7 +32,7 @@ from graphleaf_edu.graph_picture import (
     escape,
     outline_of,
 )
-from graphleaf_edu.i18n import speaking
+from graphleaf_edu.i18n import say, speaking
 
 __all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundError", "draw", "grad_fn_walk",
            "leaves_behind"]
@@ -96,7 +96,7 @@ def draw(root: torch.Tensor | Sequence[torch.Tensor], *,
     """
     roots = _tensors(root, "root")
     if not roots:
-        raise ValueError("draw() needs at least one tensor to draw.")
+        raise ValueError(say("draw() needs at least one tensor to draw."))
     labels = _names_by_id(names)
     highlighted = _tensors(highlight, "highlight") if highlight is not None else []
 
@@ -220,8 +220,8 @@ def _tensors(value: object, what: str) -> list[torch.Tensor]:
     tensors = []
     for item in list(value) if isinstance(value, (tuple, list)) else [value]:
         if not isinstance(item, torch.Tensor):
-            raise TypeError(f"{what} must be a tensor or a tuple/list of tensors; "
-                            f"got {type(item).__name__}. Pass the tensor itself, e.g. draw(y).")
+            raise TypeError(say("{what} must be a tensor or a tuple/list of tensors; got {type_name}. Pass the tensor "
+                                "itself, e.g. draw(y).", what=what, type_name=type(item).__name__))
         tensors.append(item)
     return tensors
 
@@ -241,11 +241,12 @@ def _names_by_id(names: object) -> dict[int, tuple[torch.Tensor, list[str]]]:
 
 def _pairs(source: object) -> list[tuple[str, torch.Tensor]]:
     if not isinstance(source, Mapping):
-        raise TypeError("names must be a {name: tensor} dict, an nn.Module, or a list of these; "
-                        f"got {type(source).__name__}.")
+        raise TypeError(say("names must be a {{name: tensor}} dict, an nn.Module, or a list of these; got {type_name}.",
+                            type_name=type(source).__name__))
     for name, tensor in source.items():
         if not isinstance(name, str) or not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"names must map str to tensor; got {name!r}: {type(tensor).__name__}.")
+            raise TypeError(say("names must map str to tensor; got {name!r}: {type_name}.", name=name,
+                                type_name=type(tensor).__name__))
     return list(source.items())
 
 
@@ -277,10 +278,9 @@ def _saved_tensors(fn: GradFn) -> list[tuple[str, torch.Tensor]]:
     found = []
     for name, value in _saved_values(fn):
         if value is _FREED:
-            raise GraphFreedError(
-                f"{type(fn).__name__}'s saved tensors were already freed by backward(). "
-                "Call draw(..., show_saved=True) before backward(), "
-                "or call backward(retain_graph=True) to keep them.")
+            raise GraphFreedError(say(
+                "{grad_fn}'s saved tensors were already freed by backward(). Call draw(..., show_saved=True) before "
+                "backward(), or call backward(retain_graph=True) to keep them.", grad_fn=type(fn).__name__))
         if isinstance(value, torch.Tensor):
             found.append((name, value))
         elif isinstance(value, tuple):

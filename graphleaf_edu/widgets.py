@@ -257,8 +257,8 @@ class FixComparisonExplorer(_Explorer):
         require_scenario(scenario)
         models = model_scenarios()
         if scenario not in models:
-            raise ValueError(f"fix_comparison() compares models; choose one of {[s.key for s in models]}, "
-                             f"not {scenario.key!r}")
+            raise ValueError(say("fix_comparison() compares models; choose one of {models}, not {scenario!r}",
+                                 models=[s.key for s in models], scenario=scenario.key))
         self.model = widgets.Dropdown(options=[(say(s.title), s) for s in models], value=scenario,
                                       description=say("model"), layout=widgets.Layout(width=_WIDE))
         self.table = _html("graphleaf-fix-table")
@@ -299,7 +299,8 @@ def scenario_explorer(scenario: Scenario | str = SCENARIOS["intermediate_tensor"
     """
     if isinstance(scenario, str):
         if scenario not in SCENARIOS:
-            raise KeyError(f"no scenario {scenario!r}; the scenarios are {sorted(SCENARIOS)}")
+            raise KeyError(say("no scenario {scenario!r}; the scenarios are {scenarios}", scenario=scenario,
+                               scenarios=sorted(SCENARIOS)))
         scenario = SCENARIOS[scenario]
     return ScenarioExplorer(scenario, fix, task)
 

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from graphleaf_edu.errors import error_line, warning_line
+from graphleaf_edu.i18n import say
 from graphleaf_edu.scenarios.source import shown_code
 
 __all__ = ["NONE", "ExpectedError", "Fix", "Outcome", "Scenario", "require_scenario"]
@@ -156,7 +157,8 @@ class Scenario:
         for fix in self.fixes:
             if fix.key == key:
                 return fix
-        raise KeyError(f"scenario {self.key!r} has no fix {key!r}; choose one of {self.fix_keys()}")
+        raise KeyError(say("scenario {scenario!r} has no fix {fix!r}; choose one of {fixes}", scenario=self.key, fix=key,
+                           fixes=self.fix_keys()))
 
     def code(self, fix: str = NONE) -> str:
         """The exact code that ``run(fix)`` runs: its setup and copy functions, and what they use."""
@@ -197,10 +199,10 @@ class Scenario:
         fix = self.fix(NONE)
         namespace, _ = self._run_setup(fix)
         _call(fix.copy, namespace)
-        raise AssertionError(
-            f"scenario {self.key!r} did not fail on torch {torch.__version__}: expected "
-            f"{self.error.type.__name__} containing {self.error.contains!r}. What it teaches needs updating."
-        )
+        raise AssertionError(say(
+            "scenario {scenario!r} did not fail on torch {torch}: expected {error_type} containing {contains!r}. "
+            "What it teaches needs updating.", scenario=self.key, torch=torch.__version__,
+            error_type=self.error.type.__name__, contains=self.error.contains))
 
     def _setup_of(self, fix: Fix) -> Setup:
         return fix.setup or self.setup
@@ -216,7 +218,8 @@ class Scenario:
 def require_scenario(scenario: object) -> None:
     """Raise a ``TypeError`` that says what to pass, unless ``scenario`` is a ``Scenario`` (not its key)."""
     if not isinstance(scenario, Scenario):
-        raise TypeError(f"pass a Scenario, e.g. SCENARIOS['model_cache'], not {type(scenario).__name__} {scenario!r}")
+        raise TypeError(say("pass a Scenario, e.g. SCENARIOS['model_cache'], not {type_name} {scenario!r}",
+                            type_name=type(scenario).__name__, scenario=scenario))
 
 
 def _call(copy: Callable[..., Any], namespace: dict[str, Any]) -> Any:
@@ -225,7 +228,8 @@ def _call(copy: Callable[..., Any], namespace: dict[str, Any]) -> Any:
     names = list(inspect.signature(copy).parameters)
     missing = [name for name in names if name not in namespace]
     if missing:
-        raise TypeError(f"{copy.__name__}() takes {missing}, which the scenario's setup does not return")
+        raise TypeError(say("{function}() takes {missing}, which the scenario's setup does not return",
+                            function=copy.__name__, missing=missing))
     return copy(*(namespace[name] for name in names))
 
 

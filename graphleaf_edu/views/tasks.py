@@ -9,7 +9,7 @@ explorer's current view and measures what the run really did (``measure_fix``), 
 """
 from __future__ import annotations
 
-from graphleaf_edu.i18n import N_
+from graphleaf_edu.i18n import N_, say
 from graphleaf_edu.scenarios.measure import measure_fix
 from graphleaf_edu.views.common import Task
 from graphleaf_edu.views.loader import LoaderView
@@ -89,6 +89,7 @@ def task_named(task: Task | str | None) -> Task | None:
     if task is None or isinstance(task, Task):
         return task
     if task not in TASKS:
-        raise KeyError(f"no task named {task!r}; the tasks are {sorted(TASKS)} (or pass a graphleaf_edu.views.Task)")
+        raise KeyError(say("no task named {task!r}; the tasks are {tasks} (or pass a graphleaf_edu.views.Task)",
+                           task=task, tasks=sorted(TASKS)))
     return TASKS[task]
 
