@@ -8,7 +8,7 @@ from graphleaf_edu import messages as M
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import error_index  # noqa: E402
+import error_index
 
 
 def test_the_committed_readme_holds_the_generated_index():

@@ -14,6 +14,7 @@ from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
 from graphleaf_edu.keep_going import _catches_runtime_error
 
+
 def keep_going(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     return run_script(name, *args, options=("--keep-going",))
 
@@ -154,7 +155,7 @@ def test_the_handler_reading_sees_which_excepts_take_a_runtime_error():
     def tuple_of():
         try:
             print()
-        except (ValueError, Exception):
+        except (ValueError, Exception):  # noqa: BLE001 - the tuple form is what is read
             return 2
 
     def with_only():

@@ -10,7 +10,6 @@ import sys
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
 from script_runs import SCRIPTS, line_of, run_script
 
 from graphleaf_edu import causes as C
@@ -172,8 +171,9 @@ KERNEL_CELLS = {  # name: (cell, the line of the cell that copies or sends)
     "averaged model": ("model = nn.Linear(4, 2)\nmodel.last = model(torch.randn(1, 4))\nAveragedModel(model)", 3),
     "losses": ("history = {'losses': [logits.sum() for _ in range(3)]}\ncopy.deepcopy(history)", 2),
     "wrapped": ("snapshot_pipeline.snapshot({'outputs': logits})", 1),
-    "fork loader": ("rows = TensorRows(nn.Linear(2, 2)(torch.randn(4, 2)), deepcopy_in_getitem=True)\n"
-                    "next(iter(DataLoader(rows, batch_size=2, num_workers=1, multiprocessing_context='fork', timeout=60)))", 2),
+    "fork loader": (("rows = TensorRows(nn.Linear(2, 2)(torch.randn(4, 2)), deepcopy_in_getitem=True)\n"
+                     "next(iter(DataLoader(rows, batch_size=2, num_workers=1, multiprocessing_context='fork', timeout=60)))"),
+                    2),
     "spawn loader": ("next(iter(DataLoader(rows, batch_size=2, num_workers=1, multiprocessing_context='spawn', timeout=60)))", 1),
 }
 

@@ -1,13 +1,11 @@
 """The capstone's training loop, fixed: fork DataLoader workers, a forward hook keeping a detached
-activation, an EMA teacher (AveragedModel) updated every step. Prints its loop's wall and CPU seconds: ``loop_s=... cpu_s=...``.
+activation, an EMA teacher (AveragedModel) updated every step. Prints its loop's wall and CPU
+seconds: ``loop_s=... cpu_s=...`` (timing.py).
 
     python bench/loops/capstone_like.py [EPOCHS]
 """
-import os
-import sys
-import time
-
 import torch
+from timing import run_timed
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, TensorDataset
@@ -47,13 +45,5 @@ def train(epochs):
     return loss.item()
 
 
-def cpu_seconds():
-    """User and system time of this process and of its finished children (the DataLoader workers)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
-
-
 if __name__ == "__main__":
-    started, cpu_started = time.perf_counter(), cpu_seconds()
-    train(int(sys.argv[1]) if len(sys.argv) > 1 else 4)
-    print(f"loop_s={time.perf_counter() - started:.6f} cpu_s={cpu_seconds() - cpu_started:.6f}")
+    run_timed(train, 4)

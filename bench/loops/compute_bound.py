@@ -3,11 +3,8 @@ graph (what anomaly mode's per-node stack recording costs most on). Prints ``loo
 
     python bench/loops/compute_bound.py [STEPS]
 """
-import os
-import sys
-import time
-
 import torch
+from timing import run_timed
 from torch import nn
 
 
@@ -24,13 +21,5 @@ def train(steps):
     return loss.item()
 
 
-def cpu_seconds():
-    """User and system time of this process and of its finished children (the DataLoader workers)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
-
-
 if __name__ == "__main__":
-    started, cpu_started = time.perf_counter(), cpu_seconds()
-    train(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
-    print(f"loop_s={time.perf_counter() - started:.6f} cpu_s={cpu_seconds() - cpu_started:.6f}")
+    run_timed(train, 400)

@@ -1,8 +1,7 @@
 """A fork DataLoader whose dataset hands out non-leaf rows: its worker's collate (stack(out=...)) fails."""
 import torch
-from torch.utils.data import DataLoader
-
 from loaders import Embeddings
+from torch.utils.data import DataLoader
 
 
 class Rows(Embeddings):

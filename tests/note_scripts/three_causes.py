@@ -5,10 +5,8 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.multiprocessing as mp
-from torch import nn
-from torch.optim.swa_utils import AveragedModel
-
 from averaged_model import Attention  # the attention map it caches in forward
+from torch.optim.swa_utils import AveragedModel
 
 
 @dataclass

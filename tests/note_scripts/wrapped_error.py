@@ -5,7 +5,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "site-packages"))
-import snapshot_pipeline  # noqa: E402  (an installed library, as far as the notes can tell)
+import snapshot_pipeline
 
 
 def main():
