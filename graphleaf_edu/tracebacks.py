@@ -1,9 +1,11 @@
 """Short tracebacks for students: the error's type and message, the student's own lines, and the line
-that raised it; the frames in between (``copy``, ``torch``, this package) are counted, not shown.
+that raised it (unless this package raised it: its message speaks for it); the frames in between
+(``copy``, ``torch``, this package) are counted, not shown.
 
 An error already shown in full in this session (the same type and first line of message) is shown
 again as one line: the type, the message's first sentence and the student's own line that raised it
-(IPython's ``%xmode Minimal`` would drop that line).
+(IPython's ``%xmode Minimal`` would drop that line). A cause chained from inside this package is left
+out of the picture: the package's own message already says what it was.
 
 ``setup_notebook`` turns this on in IPython. It only changes how a traceback is *shown*: the exception
 is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Context`` or
@@ -11,26 +13,32 @@ is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Co
 """
 from __future__ import annotations
 
+import copy
 import functools
 import linecache
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from graphleaf_edu.i18n import say, say_n
 
 SHORT_MODE = "Plain"
+PACKAGE = Path(__file__).resolve().parent
 WORKER_TRACEBACK = "\nOriginal Traceback (most recent call last):\n"
 
 
 def keep_frames(tb: types.TracebackType, is_students: Callable[[str], bool]) -> tuple[types.TracebackType, int]:
-    """A traceback with the student's frames and the frame that raised; and how many frames it left out."""
+    """A traceback with the student's frames and the frame that raised (unless this package raised it
+    below a student's frame); and how many frames it left out."""
     entries = []
     while tb is not None:
         entries.append(tb)
         tb = tb.tb_next
-    kept = [entry for index, entry in enumerate(entries)
-            if index == len(entries) - 1 or is_students(entry.tb_frame.f_code.co_filename)]
+    raising = entries[-1]
+    kept = [entry for entry in entries[:-1] if is_students(entry.tb_frame.f_code.co_filename)]
+    if is_students(raising.tb_frame.f_code.co_filename) or not (kept and _in_package(raising)):
+        kept.append(raising)  # this package's own raise is not shown: its message speaks for it
     rebuilt = None
     for entry in reversed(kept):
         rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
@@ -48,6 +56,38 @@ def short_worker_message(error: BaseException) -> BaseException:
         return type(error)(f"{lines[0]}\n  " + say("[the worker's traceback is in str(error)]") + f"\n  {lines[-1]}")
     except Exception:  # noqa: BLE001 (an exception type with another constructor is shown as it is)
         return error
+
+
+def without_package_chain(error: BaseException) -> BaseException:
+    """The error as shown: a cause or context raised wholly inside this package is left out, since this
+    package's own messages repeat what it said. A copy is shown; the real exception keeps its chain."""
+    chained = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+    if chained is None or not _only_package_frames(chained.__traceback__):
+        return error
+    try:
+        shown = copy.copy(error)  # a copy has no __cause__, __context__ or __traceback__
+    except Exception:  # noqa: BLE001 (an exception that cannot be copied is shown as it is)
+        return error
+    shown.__suppress_context__ = True
+    return shown
+
+
+def _only_package_frames(tb: types.TracebackType | None) -> bool:
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    return bool(entries) and all(_in_package(entry) for entry in entries)
+
+
+def _last(tb: types.TracebackType) -> types.TracebackType:
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb
+
+
+def _in_package(entry: types.TracebackType) -> bool:
+    return PACKAGE in Path(entry.tb_frame.f_code.co_filename).resolve().parents
 
 
 def first_sentence(message: str) -> str:
@@ -112,9 +152,12 @@ def use_short_tracebacks(shell: Any) -> None:
             return [repeat_line(evalue, students_line(etb, cell_label))]
         shown_in_full.add(seen)
         short, hidden = keep_frames(etb, is_students)
-        lines = full(etype, short_worker_message(evalue), short, 0, context)
+        shown = without_package_chain(short_worker_message(evalue))
+        lines = full(etype, shown, short, 0, context)
         if hidden and len(lines) > 1:
-            lines.insert(len(lines) - 2, _hidden_note(hidden))
+            # before the raising library frame, or after the student's frame when that is the last shown
+            last_is_students = is_students(_last(short).tb_frame.f_code.co_filename)
+            lines.insert(len(lines) - (1 if last_is_students else 2), _hidden_note(hidden))
         if joined_by_newlines:
             lines = [line.rstrip("\n") for line in lines]  # no blank line between the entries
         return lines

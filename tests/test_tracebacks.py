@@ -110,3 +110,18 @@ def test_an_error_shown_before_shows_again_as_one_line_naming_the_students_line(
     assert len(full) > 3, "%xmode Context shows every frame, repeat or not"
     assert [e.ename for e in repeated] == ["RuntimeError"] * 5
     assert repeated[1].evalue == repeated[0].evalue, "the exception itself is unchanged"
+
+
+def test_a_cause_chained_inside_the_package_is_not_shown_but_kept():
+    cells = [SETUP,
+             "import threading\nbox = {'lock': threading.Lock()}\ngl.safe_deepcopy(box)  # the student's line",
+             "import sys\nprint(type(sys.last_value.__cause__).__name__)"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(notebook, kernel_name="graphleaf-cpu", allow_errors=True, timeout=120).execute()
+    (error,) = [o for o in notebook.cells[1].outputs if o.output_type == "error"]
+    lines = [ANSI.sub("", line) for line in error.traceback]
+    text = "\n".join(lines)
+    assert "Cell In[" in lines[1], text
+    assert "direct cause" not in text and "graphleaf_edu/" not in text, "no frame from inside the package"
+    assert "cannot pickle '_thread.lock' object" in text, "the package's message says what the cause said"
+    assert notebook.cells[2].outputs[0].text == "TypeError\n", "the real exception keeps its cause"
