@@ -164,9 +164,11 @@ def _import(module_name: str, wanted: str) -> Any:
         extra = _EXTRA.get(module_name)
         if extra is None or (missing.name or "").partition(".")[0] == __name__:
             raise
+        from graphleaf_edu.i18n import say
+
         raise ModuleNotFoundError(
-            f"graphleaf_edu.{wanted} needs {missing.name!r}, which is not installed. "
-            f"Install the extra that brings it: pip install 'graphleaf-edu[{extra}]'",
+            say("graphleaf_edu.{wanted} needs {missing!r}, which is not installed. Install the extra that brings "
+                "it: pip install 'graphleaf-edu[{extra}]'", wanted=wanted, missing=missing.name, extra=extra),
             name=missing.name,
         ) from missing
 

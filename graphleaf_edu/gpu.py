@@ -44,6 +44,7 @@ from graphleaf_edu.gpu_probes import (
     report_and_add_ten,
     tensor_facts,
 )
+from graphleaf_edu.i18n import N_, say
 
 __all__ = [
     "GPU_LESSONS",
@@ -63,9 +64,9 @@ __all__ = [
     "tensor_facts",
 ]
 
-NEEDS_GPU = ("needs a CUDA GPU: skipped here (run `make test-gpu` on a GPU machine). "
-             "Expected on a GPU, unverified until a GPU run records it:")
-AS_EXPECTED = "ran on a CUDA GPU: every check as expected. Observed on a GPU:"
+NEEDS_GPU = N_("needs a CUDA GPU: skipped here (run `make test-gpu` on a GPU machine). "
+                "Expected on a GPU, unverified until a GPU run records it:")
+AS_EXPECTED = N_("ran on a CUDA GPU: every check as expected. Observed on a GPU:")
 DEEPCOPY_ERROR = f"RuntimeError: {GRAPH_LEAVES_MESSAGE}"
 COWARDLY_ERROR = f"RuntimeError: {COWARDLY_MESSAGE}"
 BAD_FORK_ERROR = (
@@ -172,12 +173,13 @@ def gpu_lesson(name: str) -> None:
     """
     lesson = _lesson(name)
     if not torch.cuda.is_available():
-        print(NEEDS_GPU)
+        print(say(NEEDS_GPU))
         print(_listing(lesson.expected))
         return
     observed = lesson.run("cuda")
     wrong = lesson.differences(observed)
-    print(AS_EXPECTED if not wrong else f"ran on a CUDA GPU: {len(wrong)} step(s) differ. Observed on a GPU:")
+    print(say(AS_EXPECTED) if not wrong else say("ran on a CUDA GPU: {count} step(s) differ. Observed on a GPU:",
+                                                 count=len(wrong)))
     print(_listing(observed))
     if wrong:
         raise GpuFactChanged(
@@ -361,7 +363,7 @@ Example:
 
 def _lesson(name: str) -> GpuLesson:
     if name not in GPU_LESSONS:
-        raise ValueError(f"no GPU lesson {name!r}; choose one of {sorted(GPU_LESSONS)}")
+        raise ValueError(say("no GPU lesson {name!r}; choose one of {lessons}", name=name, lessons=sorted(GPU_LESSONS)))
     return GPU_LESSONS[name]
 
 

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from torch import nn
 
 from graphleaf_edu import stored_values as sv
+from graphleaf_edu.i18n import say
 from graphleaf_edu.stored_values import Node
 
 Step = Callable[[Any, Any, str], str]  # (holder, key, path so far) -> path
@@ -181,7 +182,8 @@ def resolve(root: Any, path: str) -> Any:
         True
     """
     if not isinstance(path, str):
-        raise TypeError(f"resolve(root, path) takes the path as a str (Finding.path), got {type(path).__name__}")
+        raise TypeError(say("resolve(root, path) takes the path as a str (Finding.path), got {type_name}",
+                            type_name=type(path).__name__))
     text = expression(path)
     try:
         tokens = [
@@ -190,7 +192,8 @@ def resolve(root: Any, path: str) -> Any:
         ]
         closing = _matching_brackets(tokens)
     except (tokenize.TokenError, IndexError, SyntaxError) as error:
-        raise ValueError(f"resolve(): {path!r} is not a path find_nonleaf writes ({error})") from None
+        raise ValueError(say("resolve(): {path!r} is not a path find_nonleaf writes ({error})", path=path,
+                             error=error)) from None
     walker = _PathWalker(root, text, tokens, closing)
     value, end = walker.expression(0)
     if end != len(tokens):
@@ -222,10 +225,9 @@ class _PathWalker:
 
     def refuse(self, index: int) -> NoReturn:
         where = self.tokens[index].start[1] if index < len(self.tokens) else len(self.text)
-        raise ValueError(
-            f"resolve(): cannot follow {self.text[:80]!r} at {self.text[where:where + 20]!r}: "
-            "a path holds only attributes, subscripts and the reduce/state calls deepcopy makes"
-        )
+        raise ValueError(say(
+            "resolve(): cannot follow {path!r} at {at!r}: a path holds only attributes, subscripts and the "
+            "reduce/state calls deepcopy makes", path=self.text[:80], at=self.text[where:where + 20]))
 
     def string(self, index: int) -> str:
         return self.tokens[index].string if index < len(self.tokens) else ""
