@@ -295,7 +295,8 @@ def where_of(frame: types.FrameType) -> str:
 
 # --- multiprocessing.Queue: pickled later, in a feeder thread ------------------------------------
 
-_PUT_PLACES: collections.deque[tuple[int, str | None]] = collections.deque(maxlen=4096)
+# id of each object put, and the user's frame that put it (formatted only if its send fails)
+_PUT_PLACES: collections.deque[tuple[int, places.Frame | None]] = collections.deque(maxlen=4096)
 _ORIGINAL_PUT = multiprocessing.queues.Queue.put
 _ORIGINAL_FEEDER_ERROR = multiprocessing.queues.Queue.__dict__["_on_queue_feeder_error"]
 _origins_hint = [M.ORIGINS_HINT_CODE]  # how to turn origins on, where the notes are made: the last entry
@@ -303,15 +304,15 @@ _installed = [0]
 
 
 def _recording_put(queue: Any, obj: Any, block: bool = True, timeout: float | None = None) -> None:
-    _PUT_PLACES.append((id(obj), places.callers_place()))
+    _PUT_PLACES.append((id(obj), places.callers_frame()))
     _ORIGINAL_PUT(queue, obj, block, timeout)
 
 
 def put_place(obj: Any) -> str | None:
     """The line that put ``obj`` (alive now, so the newest entry with its id is its own)."""
-    for identity, where in reversed(_PUT_PLACES):
+    for identity, frame in reversed(_PUT_PLACES):
         if identity == id(obj):
-            return where
+            return None if frame is None else places.frame_place(frame)
     return None
 
 

@@ -125,13 +125,19 @@ def innermost_users(frames: Iterable[Frame]) -> Frame | None:
     return found
 
 
-def callers_place(skip: int = 1) -> str | None:
+def callers_frame(skip: int = 1) -> Frame | None:
     """The innermost user frame of the running stack, above the ``skip`` frames of the caller."""
     frame: Any = sys._getframe(skip + 1)
     for candidate in stack_frames(frame):
         if is_users(candidate.filename):
-            return frame_place(candidate)
+            return candidate
     return None
+
+
+def callers_place(skip: int = 1) -> str | None:
+    """``callers_frame`` as ``file:line  text``."""
+    found = callers_frame(skip + 1)
+    return None if found is None else frame_place(found)
 
 
 def formatted_stack_frames(formatted: Iterable[str]) -> list[Frame]:
