@@ -33,13 +33,18 @@ def test_each_answer_to_a_predict_prompt_gets_the_toggle_and_no_other_cell_does(
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [[], ["hide-output"], [], []]
 
 
-def test_code_under_a_collapsed_heading_is_hidden_until_the_next_heading_of_its_level():
-    solution = new_markdown_cell("### Solution")
+def test_what_a_collapsed_heading_folds_stays_behind_toggles_until_the_next_heading_of_its_level():
+    solution = new_markdown_cell("### Solution\n\n`y.detach()`: the answer.")
     solution.metadata["jp-MarkdownHeadingCollapsed"] = True
-    notebook = new_notebook(cells=[solution, new_code_cell("fix()"), new_markdown_cell("#### Why"),
-                                   new_code_cell("more()"), new_markdown_cell("### Next"), new_code_cell("after()")])
+    notebook = new_notebook(cells=[solution, new_code_cell("fix()"), new_markdown_cell("#### Why\n\nbecause"),
+                                   new_markdown_cell("more words"), new_code_cell("more()"),
+                                   new_markdown_cell("### Next\n\nshown"), new_code_cell("after()")])
     book.fold_as_jupyterlab_does(notebook)
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [["hide-cell"], ["hide-cell"], []]
+    toggle = f"{book.FOLDED_OPEN}\n\n{{}}\n\n{book.FOLDED_CLOSE}"
+    assert [cell.source for cell in notebook.cells if cell.cell_type == "markdown"] == [
+        "### Solution\n\n" + toggle.format("`y.detach()`: the answer."), "#### Why\n\n" + toggle.format("because"),
+        toggle.format("more words"), "### Next\n\nshown"]
 
 
 def test_a_cell_whose_source_jupyterlab_folds_shows_it_behind_a_toggle():

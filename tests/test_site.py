@@ -228,8 +228,8 @@ def test_a_task_solution_stays_folded_until_opened(site, reader):
     if lesson is None:
         pytest.skip("no notebook of this book stores a collapsed solution heading")
     reader.goto(page_of(out, lesson).as_uri())
-    solution = reader.locator(".cell.tag_hide-cell").first
-    code = solution.locator(".cell_input")
-    assert not code.is_visible()
+    solution = reader.locator("details.graphleaf-folded, .cell.tag_hide-cell details").first
+    content = solution.locator(":scope > :not(summary)").first
+    assert not content.is_visible()
     solution.locator("summary").first.click()
-    code.wait_for(state="visible", timeout=5_000)
+    content.wait_for(state="visible", timeout=5_000)

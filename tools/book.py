@@ -11,8 +11,8 @@ links between notebooks and pages keep working and each launch button finds its 
 in the repository. Staging changes only the copies:
 - a cell that answers a Predict prompt (tools/predict_prompts.py's rule, by which the notebook stores
   it folded) gets MyST-NB's `hide-output` tag: the book shows its output behind a toggle;
-- code under a heading the notebook stores collapsed (a task's solution) is hidden whole, and code
-  whose source the notebook stores folded (the Colab bootstrap) shows its source behind a toggle;
+- what a heading the notebook stores collapsed folds (a task's solution: its text, its code) and the
+  source of a cell stored folded (the Colab bootstrap) stay behind toggles too;
 - the "Open in Colab" badge goes (every notebook page has launch buttons, and the badge is a remote
   picture); a link to a file that is not in the book points at it in the repository;
 - index.md: the README's opening and one table of contents per group; errors.md: the README's
@@ -51,6 +51,8 @@ LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 PICTURE = (".svg", ".png", ".jpg", ".jpeg", ".gif")
 HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
 HIDE_OUTPUT, HIDE_INPUT, HIDE_CELL = "hide-output", "hide-input", "hide-cell"
+FOLDED_OPEN = '<details class="graphleaf-folded"><summary>Show the folded text</summary>'
+FOLDED_CLOSE = "</details>"
 
 
 def repository() -> str:
@@ -91,14 +93,21 @@ def add_tag(cell: nbformat.NotebookNode, tag: str) -> None:
 
 
 def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
-    """A Predict answer's outputs get `hide-output`; code under a collapsed heading gets `hide-cell`;
-    code JupyterLab opens with its source folded (the Colab bootstrap) gets `hide-input`."""
+    """A Predict answer's outputs get `hide-output`; code JupyterLab opens with its source folded (the
+    Colab bootstrap) gets `hide-input`; what a collapsed heading folds stays behind a toggle."""
     for _, cell in predict_prompts.answer_cells(notebook):
         if cell.outputs:
             add_tag(cell, HIDE_OUTPUT)
     for cell in notebook.cells:
         if cell.cell_type == "code" and cell.metadata.get("jupyter", {}).get("source_hidden") is True:
             add_tag(cell, HIDE_INPUT)
+    fold_under_collapsed_headings(notebook)
+
+
+def fold_under_collapsed_headings(notebook: nbformat.NotebookNode) -> None:
+    """A heading stored collapsed (a task's solution) folds everything up to the next heading of its
+    level or higher: code cells whole (`hide-cell`), and the text of Markdown cells, its own included,
+    under the headings they start with (a `<details>` toggle)."""
     collapsed_at = None
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
@@ -106,8 +115,21 @@ def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
             if heading and collapsed_at is not None and len(heading.group(1)) <= collapsed_at:
                 collapsed_at = None
             collapsed_at = collapsed_heading_level(cell) or collapsed_at
-        elif cell.cell_type == "code" and collapsed_at is not None:
+            if collapsed_at is not None:
+                cell.source = folded_text(cell.source)
+        elif collapsed_at is not None:
             add_tag(cell, HIDE_CELL)
+
+
+def folded_text(markdown: str) -> str:
+    """``markdown`` with what follows its heading line (or all of it, without one) behind a toggle."""
+    title, body = ("", markdown)
+    if HEADING.match(markdown):
+        title, _, body = markdown.partition("\n")
+    if not body.strip():
+        return markdown
+    toggle = f"{FOLDED_OPEN}\n\n{body.strip()}\n\n{FOLDED_CLOSE}"
+    return f"{title}\n\n{toggle}" if title else toggle
 
 
 # --- links -------------------------------------------------------------------------------------------
