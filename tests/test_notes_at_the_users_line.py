@@ -169,7 +169,12 @@ KERNEL_CELLS = {  # name: (cell, the line of the cell that copies or sends)
     "feeder queue": ("feeder = mp.get_context('spawn').Queue()\nfeeder.put(logits)\ntime.sleep(1)", 2),
     "process": ("worker = mp.get_context('spawn').Process(target=print, args=(logits,))\nworker.start()", 2),
     "averaged model": ("model = nn.Linear(4, 2)\nmodel.last = model(torch.randn(1, 4))\nAveragedModel(model)", 3),
-    "losses": ("history = {'losses': [logits.sum() for _ in range(3)]}\ncopy.deepcopy(history)", 2),
+    "losses": ("from dataclasses import dataclass, field\n\n@dataclass\nclass History:\n"
+               "    losses: list = field(default_factory=list)\n\nhistory = History([logits.sum() for _ in range(3)])\n"
+               "copy.deepcopy(history)", 8),
+    "hidden copy": ("class Holder:\n    def __init__(self, state):\n        self.state = state\n\n"
+                    "    def __deepcopy__(self, memo):\n        return Holder(copy.deepcopy(self.state, memo))\n\n"
+                    "copy.deepcopy(Holder({'out': logits}))", 6),
     "wrapped": ("snapshot_pipeline.snapshot({'outputs': logits})", 1),
     "fork loader": (("rows = TensorRows(nn.Linear(2, 2)(torch.randn(4, 2)), deepcopy_in_getitem=True)\n"
                      "next(iter(DataLoader(rows, batch_size=2, num_workers=1, multiprocessing_context='fork', timeout=60)))"),
@@ -194,13 +199,21 @@ def kernel_outputs() -> dict[str, tuple[int, str]]:
 def test_in_a_kernel_the_notes_name_the_cell_and_line(kernel_outputs, name):
     count, text = kernel_outputs[name]
     cell, line = KERNEL_CELLS[name]
-    statement = cell.splitlines()[line - 1]
+    statement = cell.splitlines()[line - 1].strip()
     notes = notes_in(text)
     verb = M.SENT_AT if name in ("simple queue", "feeder queue", "process", "spawn loader") else M.COPIED_AT
     assert notes[0] == M.ORIGINS_HINT_CODE
     assert notes[1] == M.say(verb, place=f"Cell In[{count}], line {line}  {statement}")
     assert "ipykernel" not in "\n".join(notes) and ".py:" not in "\n".join(notes), "no temporary file path"
     assert "no_grad" not in "\n".join(notes) or name in ("fork loader", "spawn loader")
+
+
+def test_in_a_kernel_the_dataclass_and_the_hidden_copy_are_walked_as_in_a_script(kernel_outputs):
+    losses = notes_in(kernel_outputs["losses"][1])
+    assert any(note.startswith("root.losses[0..2]: 3 tensors, ") for note in losses)
+    hidden = notes_in(kernel_outputs["hidden copy"][1])
+    assert hidden[2] == M.say(M.COPYING_ROOT, type_name="dict",
+                              how=M.say(M.HOW_INNER_DEEPCOPY, called_in="__main__, Holder.__deepcopy__"))
 
 
 def test_in_a_kernel_a_wrapped_error_and_a_feeder_thread_get_their_notes(kernel_outputs):
