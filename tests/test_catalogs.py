@@ -376,3 +376,19 @@ def test_the_runner_speaks_chinese_with_lang_or_the_environment(tmp_path):
     assert usage.returncode == 2 and usage.stderr.startswith("用法：python -m graphleaf_edu")
     unknown = run_the_runner("--lang", "fr", str(script))
     assert unknown.returncode == 2 and "no words in 'fr'" in unknown.stderr
+
+
+def test_the_gpu_kernels_rules_equate_the_chinese_lines_that_differ_on_a_gpu():
+    """nbval's GPU run compares Chinese outputs too: the lines it equates in English, it equates in Chinese."""
+    from test_gpu_readiness import sanitized
+
+    from graphleaf_edu import gpu
+
+    speak("zh-CN")
+    assert sanitized(i18n.say(gpu.NEEDS_GPU)) == sanitized(i18n.say(gpu.AS_EXPECTED)) == "GPU lesson:"
+    status = "torch {running} | graphleaf_edu ready | Graphviz dot found"
+    assert sanitized(i18n.say(status, running="2.13")) == sanitized(i18n.say(status, running="2.11"))
+    line = "{number}. {where}  ({grad_fn}, shape {shape}, {device})"
+    cpu, cuda = (i18n.say(line, number=1, where="root.w", grad_fn="MulBackward0", shape=(3,), device=device)
+                 for device in ("cpu", "cuda"))
+    assert sanitized(cpu) == sanitized(cuda) != cpu

@@ -197,7 +197,7 @@ def test_the_installed_catalog_speaks_chinese_when_asked(core_venv, tmp_path):
     assert Path(chinese["catalog"]).is_relative_to(core_venv)
     assert chinese["paths"] == english["paths"] == [".cache"]
     assert "graphleaf_edu 已就绪" in chinese["said"][0] and "graphleaf_edu ready" in english["said"][0]
-    assert chinese["said"][1] == "对这个 Linear，copy.deepcopy(root) 会失败：1 个非叶子张量。"
+    assert chinese["said"][1] == "copy.deepcopy(root) 在这个 Linear 上会失败：其中有 1 个非叶子张量。"
     assert "   原因：模块属性里缓存的激活值" in chinese["said"]
     assert len(chinese["said"]) == len(english["said"])
     script = tmp_path / "train.py"
