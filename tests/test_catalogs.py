@@ -392,3 +392,19 @@ def test_the_gpu_kernels_rules_equate_the_chinese_lines_that_differ_on_a_gpu():
     cpu, cuda = (i18n.say(line, number=1, where="root.w", grad_fn="MulBackward0", shape=(3,), device=device)
                  for device in ("cpu", "cuda"))
     assert sanitized(cpu) == sanitized(cuda) != cpu
+
+
+def test_an_exercise_says_its_title_status_and_the_framework_words_in_chinese():
+    from graphleaf_edu.exercises.leaf_flags import check_leaf_flags
+
+    def predict():
+        raise NotImplementedError()
+
+    english = [check_leaf_flags(answer).message for answer in (3, predict, lambda: [])]
+    speak("zh-CN")
+    not_a_function, stub, not_a_dict = (check_leaf_flags(answer) for answer in (3, predict, lambda: []))
+    assert not_a_function.message.startswith("✘ 练习 1 · 叶子标志 — 再试一次：请传入你的函数本身")
+    assert stub.message.startswith("… 练习 1 · 叶子标志 — 还没完成：predict() 仍然抛出 NotImplementedError")
+    assert "应该返回一个以 'c', " in not_a_dict.message
+    assert [f.status for f in (not_a_function, stub, not_a_dict)] == ["try again", "not yet", "try again"]
+    assert english[0].startswith("✘ Exercise 1 · leaf flags — try again: pass your function itself")

@@ -5,7 +5,7 @@ and compile it to the ``.mo`` the package loads (``make catalogs``; docs/transla
     python tools/catalogs.py --check   change nothing; exit 1 if a catalog is stale or incomplete
 
 A message reaches the catalogs by being written as a literal inside ``N_(...)``, ``say(...)`` or
-``say_n(..., ...)`` (graphleaf_edu/i18n.py). The files carry no dates or line numbers, so running
+``say_n(..., ...)`` (graphleaf_edu/i18n.py), or as an exercise's title in ``@exercise(...)``. The files carry no dates or line numbers, so running
 this twice changes nothing and a moved line makes no diff.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ PACKAGE = ROOT / "graphleaf_edu"
 LOCALE_DIR = PACKAGE / "locale"
 DOMAIN = "graphleaf_edu"
 LANGUAGES = ("zh_CN",)
-KEYWORDS = {"N_": None, "say": None, "say_n": (1, 2)}
+# The exercises' titles are marked by the decorator that names them: @exercise("Exercise 1 · ...").
+KEYWORDS = {"N_": None, "say": None, "say_n": (1, 2), "exercise": None}
 TRANSLATOR_COMMENTS = ("Translators:",)
 # Fixed, so that the files change only when their messages do.
 DATE = datetime(2026, 12, 1, tzinfo=UTC)

@@ -17,9 +17,10 @@ from typing import Any
 
 import torch
 
-from graphleaf_edu.errors import error_line
+from graphleaf_edu.errors import error_line, gloss
+from graphleaf_edu.i18n import N_, say
 
-CORRECT, NOT_YET, TRY_AGAIN = "correct", "not yet", "try again"
+CORRECT, NOT_YET, TRY_AGAIN = N_("correct"), N_("not yet"), N_("try again")  # said in the user's language
 _MARKS = {CORRECT: "✔", NOT_YET: "…", TRY_AGAIN: "✘"}
 _WIDTH = 100
 
@@ -39,7 +40,8 @@ class Feedback:
 
     @property
     def message(self) -> str:
-        head = textwrap.fill(f"{_MARKS[self.status]} {self.exercise} — {self.status}: {self.summary}", _WIDTH)
+        head = textwrap.fill(say("{mark} {exercise} — {status}: {summary}", mark=_MARKS[self.status],
+                                 exercise=say(self.exercise), status=say(self.status), summary=self.summary), _WIDTH)
         hints = [textwrap.fill(hint, _WIDTH, initial_indent="  - ", subsequent_indent="    ") for hint in self.hints]
         return "\n".join([head, *hints])
 
@@ -73,9 +75,9 @@ def exercise(title: str):
                     warnings.simplefilter("ignore")
                     feedback = Feedback(title, CORRECT, judge(*args, **kwargs))
             except NotYet as stub:
-                feedback = Feedback(title, NOT_YET, (
-                    f"{stub} still raises NotImplementedError: replace `raise NotImplementedError()` "
-                    "with your answer, run that cell, then run this one again."))
+                feedback = Feedback(title, NOT_YET, say(
+                    "{function} still raises NotImplementedError: replace `raise NotImplementedError()` with your "
+                    "answer, run that cell, then run this one again.", function=stub))
             except Wrong as wrong:
                 feedback = Feedback(title, TRY_AGAIN, wrong.summary, wrong.hints)
             if not feedback.passed and os.environ.get("NBGRADER_EXECUTION"):
@@ -94,19 +96,22 @@ def call(function: Any, what: str, *args: Any) -> Any:
     except NotImplementedError:
         raise NotYet(what) from None
     except Exception as error:  # noqa: BLE001 (any error in the student's code is feedback, not a crash)
-        raise Wrong(f"{what} raised {error_line(error)}",
-                     "Call it in a cell of its own to see the full traceback.") from None
+        raised = say("{what} raised {error}", what=what, error=error_line(error))
+        raise Wrong(f"{raised} {gloss(raised)}".rstrip(),
+                    say("Call it in a cell of its own to see the full traceback.")) from None
 
 
 def require_function(answer: Any) -> str:
     if isinstance(answer, type) or not callable(answer):
-        raise Wrong(f"pass your function itself (its name, without calling it), not {type(answer).__name__}.")
-    return getattr(answer, "__name__", "your function")
+        raise Wrong(say("pass your function itself (its name, without calling it), not {type_name}.",
+                        type_name=type(answer).__name__))
+    return getattr(answer, "__name__", say("your function"))
 
 
 def require_class(answer: Any) -> str:
     if not isinstance(answer, type):
-        raise Wrong(f"pass the class itself (its name, without parentheses), not a {type(answer).__name__}.")
+        raise Wrong(say("pass the class itself (its name, without parentheses), not a {type_name}.",
+                        type_name=type(answer).__name__))
     return answer.__name__
 
 
@@ -131,9 +136,9 @@ def predictions_of(predict: Any, keys: tuple[str, ...]) -> dict:
     what = f"{require_function(predict)}()"
     predictions = call(predict, what)
     if not isinstance(predictions, dict):
-        raise Wrong(f"{what} should return a dict, keyed by {', '.join(map(repr, keys))}; "
-                    f"it returned a {type(predictions).__name__}.")
+        raise Wrong(say("{what} should return a dict, keyed by {keys}; it returned a {type_name}.", what=what,
+                        keys=", ".join(map(repr, keys)), type_name=type(predictions).__name__))
     missing = [key for key in keys if key not in predictions]
     if missing:
-        raise Wrong(f"{what} has no prediction for {', '.join(map(repr, missing))}.")
+        raise Wrong(say("{what} has no prediction for {keys}.", what=what, keys=", ".join(map(repr, missing))))
     return predictions
