@@ -16,6 +16,7 @@ from graphleaf_edu.exercises.feedback import (
     grad_fn_name,
     predictions_of,
 )
+from graphleaf_edu.i18n import N_, say
 
 LEAVES_LESSON = "01_leaves_and_grad_fn"
 
@@ -31,44 +32,44 @@ class Question:
 LEAF_QUESTIONS = {
     "c": Question(
         (False, True, "MulBackward0"),
-        "'created explicitly by the user' means made directly (torch.tensor, torch.randn, ...), not "
-        "computed in your code: autograd records an operation whose input requires grad.",
-        "requires_grad spreads: a result requires grad when any of its inputs does."),
+        N_("'created explicitly by the user' means made directly (torch.tensor, torch.randn, ...), not "
+           "computed in your code: autograd records an operation whose input requires grad."),
+        N_("requires_grad spreads: a result requires grad when any of its inputs does.")),
     "d": Question(
         (True, False, None),
-        "being computed is not what makes a non-leaf; being recorded is. Does anything in `b * 2` "
-        "require grad?",
-        "a result requires grad only when one of its inputs does; look at b."),
+        N_("being computed is not what makes a non-leaf; being recorded is. Does anything in `b * 2` "
+           "require grad?"),
+        N_("a result requires grad only when one of its inputs does; look at b.")),
     "e": Question(
         (False, True, "SelectBackward0"),
-        "indexing is an operation too: a[0] is a view of a, and autograd records how it was made.",
-        "a view of a tensor that requires grad requires grad as well."),
+        N_("indexing is an operation too: a[0] is a view of a, and autograd records how it was made."),
+        N_("a view of a tensor that requires grad requires grad as well.")),
     "f": Question(
         (False, True, "CloneBackward0"),
-        "clone() copies the data, but the clone is recorded so that gradients flow back to a: "
-        "copying data is not the same as leaving the graph.",
-        "clone() keeps requires_grad: gradients flow through it."),
+        N_("clone() copies the data, but the clone is recorded so that gradients flow back to a: "
+           "copying data is not the same as leaving the graph."),
+        N_("clone() keeps requires_grad: gradients flow through it.")),
     "g": Question(
         (True, False, None),
-        "detach() returns a tensor with no history at all (it shares a's memory, not a's graph).",
-        "detach() returns a tensor that does not require grad."),
+        N_("detach() returns a tensor with no history at all (it shares a's memory, not a's graph)."),
+        N_("detach() returns a tensor that does not require grad.")),
     "h": Question(
         (True, True, None),
-        "nn.Linear creates its weight directly (an nn.Parameter), it does not compute it from "
-        "another tensor: that is why an optimizer can update it in place.",
-        "an nn.Parameter requires grad unless you switch it off."),
+        N_("nn.Linear creates its weight directly (an nn.Parameter), it does not compute it from "
+           "another tensor: that is why an optimizer can update it in place."),
+        N_("an nn.Parameter requires grad unless you switch it off.")),
     "k": Question(
         (False, True, "SumBackward0"),
-        "b does not require grad, but the layer's weight and bias do, so the forward pass is recorded.",
-        "b does not require grad, but the layer's parameters do."),
+        N_("b does not require grad, but the layer's weight and bias do, so the forward pass is recorded."),
+        N_("b does not require grad, but the layer's parameters do.")),
     "m": Question(
         (True, False, None),
-        "inside torch.no_grad() autograd records nothing, so a result there has no history.",
-        "under torch.no_grad() results do not require grad, whatever their inputs."),
+        N_("inside torch.no_grad() autograd records nothing, so a result there has no history."),
+        N_("under torch.no_grad() results do not require grad, whatever their inputs.")),
     "n": Question(
         (True, True, None),
-        "detach() drops the history; requires_grad_() then starts a new graph at this tensor.",
-        "requires_grad_() switches requires_grad on, in place."),
+        N_("detach() drops the history; requires_grad_() then starts a new graph at this tensor."),
+        N_("requires_grad_() switches requires_grad on, in place.")),
 }
 LEAF_QUIZ_NAMES = tuple(LEAF_QUESTIONS)
 
@@ -115,34 +116,35 @@ def check_leaf_flags(predict: Callable[[], dict]) -> str:
             hints.append(f"{key}, {hint}")
             wrong.add(key)
     if hints:
-        raise Wrong(f"{len(LEAF_QUIZ_NAMES) - len(wrong)} of {len(LEAF_QUIZ_NAMES)} tensors right. "
-                     f"Think again about these (see {LEAVES_LESSON}):", *hints)
+        raise Wrong(say("{right} of {count} tensors right. Think again about these (see {lesson}):",
+                        right=len(LEAF_QUIZ_NAMES) - len(wrong), count=len(LEAF_QUIZ_NAMES), lesson=LEAVES_LESSON),
+                    *hints)
     names = [f"{key}: {grad_fn_name(tensors[key])}" for key in LEAF_QUIZ_NAMES if not tensors[key].is_leaf]
-    return (f"all {len(LEAF_QUIZ_NAMES)} tensors right. PyTorch names each grad_fn after its "
-            f"operation: {', '.join(names)}.")
+    return say("all {count} tensors right. PyTorch names each grad_fn after its operation: {names}.",
+               count=len(LEAF_QUIZ_NAMES), names=", ".join(names))
 
 
 def _leaf_hints(key: str, predicted: tuple, actual: tuple) -> list[str]:
     question = LEAF_QUESTIONS[key]
     hints = []
     if predicted[0] != actual[0]:
-        hints.append(f"is_leaf: {question.leaf_hint}")
+        hints.append(f"is_leaf: {say(question.leaf_hint)}")
     elif (predicted[2] is None) != (actual[2] is None):
-        hints.append("grad_fn: a tensor is a leaf exactly when its grad_fn is None; your is_leaf and "
-                     "grad_fn disagree.")
+        hints.append(say("grad_fn: a tensor is a leaf exactly when its grad_fn is None; your is_leaf and "
+                         "grad_fn disagree."))
     if predicted[1] != actual[1]:
-        hints.append(f"requires_grad: {question.requires_grad_hint}")
+        hints.append(f"requires_grad: {say(question.requires_grad_hint)}")
     return hints
 
 
 def _leaf_prediction(key: str, value: Any) -> tuple[bool, bool, str | None]:
-    shape_hint = (f"the prediction for {key!r} should be a tuple (is_leaf, requires_grad, grad_fn), "
-                  "e.g. (True, False, None) or (False, True, 'MulBackward0')")
+    shape_hint = say("the prediction for {key!r} should be a tuple (is_leaf, requires_grad, grad_fn), "
+                     "e.g. (True, False, None) or (False, True, 'MulBackward0')", key=key)
     if not isinstance(value, (tuple, list)) or len(value) != 3:
-        raise Wrong(shape_hint + f"; got {value!r}.")
+        raise Wrong(shape_hint + say("; got {value!r}.", value=value))
     is_leaf, requires_grad, grad_fn = value
     if not isinstance(is_leaf, bool) or not isinstance(requires_grad, bool):
-        raise Wrong(shape_hint + f"; is_leaf and requires_grad are True or False, got {value!r}.")
+        raise Wrong(shape_hint + say("; is_leaf and requires_grad are True or False, got {value!r}.", value=value))
     if grad_fn is not None and not isinstance(grad_fn, str):
-        raise Wrong(shape_hint + f"; grad_fn is None or the operation's name, got {grad_fn!r}.")
+        raise Wrong(shape_hint + say("; grad_fn is None or the operation's name, got {grad_fn!r}.", grad_fn=grad_fn))
     return is_leaf, requires_grad, None if grad_fn in (None, "", "None") else grad_fn
