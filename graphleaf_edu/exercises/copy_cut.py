@@ -16,23 +16,24 @@ from graphleaf_edu.exercises.feedback import (
     require_function,
 )
 from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
+from graphleaf_edu.i18n import N_, say
 
 DEEPCOPY_LESSON = "02_what_deepcopy_does"
 
 COPY_QUESTIONS = {  # question: (what PyTorch does, the hint written for it)
-    "same_object": (False, (
+    "same_object": (False, N_(
         "copy.copy does not hand back y itself: it rebuilds a tensor from y's storage "
         "(Tensor.__reduce_ex__). Check with `y_copy is y`.")),
-    "is_leaf": (True, (
+    "is_leaf": (True, N_(
         "the rebuilt tensor gets y's data and requires_grad flag, but not y's grad_fn; a tensor "
         "without a grad_fn is a leaf.")),
-    "requires_grad": (True, (
+    "requires_grad": (True, N_(
         "copy.copy keeps requires_grad, which is what makes the cut silent: nothing complains when "
         "you compute with the copy.")),
-    "shares_memory": (True, (
+    "shares_memory": (True, N_(
         "copy.copy is shallow: the new tensor views the same storage as y. Compare y_copy.data_ptr() "
         "with y.data_ptr().")),
-    "grad_reaches_x": (False, (
+    "grad_reaches_x": (False, N_(
         "backward() walks grad_fn links; the copy has none pointing back to y, so it stops at the copy.")),
 }
 COPY_QUESTION_NAMES = tuple(COPY_QUESTIONS)
@@ -63,21 +64,23 @@ def check_copy_predictions(predict: Callable[[], dict]) -> str:
     hints = []
     for key in COPY_QUESTION_NAMES:
         if not isinstance(predictions[key], bool):
-            raise Wrong(f"each prediction is True or False; {key!r} is {predictions[key]!r}.")
+            raise Wrong(say("each prediction is True or False; {key!r} is {prediction!r}.", key=key,
+                            prediction=predictions[key]))
         if predictions[key] != facts[key]:
-            hints.append(f"{key}: {COPY_QUESTIONS[key][1]}")
+            hints.append(f"{key}: {say(COPY_QUESTIONS[key][1])}")
     if hints:
         right = len(COPY_QUESTION_NAMES) - len(hints)
-        raise Wrong(f"{right} of {len(COPY_QUESTION_NAMES)} right (see {DEEPCOPY_LESSON}):", *hints)
-    return ("copy.copy gives a new leaf that requires grad and shares y's memory, "
-            "and backward() through it never reaches x. Nothing warns you.")
+        raise Wrong(say("{right} of {count} right (see {lesson}):", right=right, count=len(COPY_QUESTION_NAMES),
+                        lesson=DEEPCOPY_LESSON), *hints)
+    return say("copy.copy gives a new leaf that requires grad and shares y's memory, "
+               "and backward() through it never reaches x. Nothing warns you.")
 
 
 def _losses_for(make_losses: Callable, name: str, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     result = call(make_losses, f"{name}(x)", x)
     if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
-        raise Wrong(f"{name}(x) should return two tensors, (loss_via_y, loss_via_copy); "
-                     f"it returned {type(result).__name__}.")
+        raise Wrong(say("{name}(x) should return two tensors, (loss_via_y, loss_via_copy); it returned {type_name}.",
+                        name=name, type_name=type(result).__name__))
     return result
 
 
@@ -92,20 +95,20 @@ def check_copy_cut(make_losses: Callable) -> str:
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     loss_via_y, loss_via_copy = _losses_for(make_losses, name, x)
     if not loss_via_y.requires_grad or not _reaches(loss_via_y, x):
-        raise Wrong("your first loss does not depend on x through autograd.",
-                     "Compute y from x (y = x * 3) and the first loss from y, with no copy in between.")
+        raise Wrong(say("your first loss does not depend on x through autograd."),
+                    say("Compute y from x (y = x * 3) and the first loss from y, with no copy in between."))
     if not loss_via_copy.requires_grad:
-        raise Wrong("your second loss does not require grad at all.",
-                     "That is what detach() gives: an honest cut. copy.copy keeps requires_grad=True, "
-                     "which is why its cut goes unnoticed. Compute the second loss from copy.copy(y).")
+        raise Wrong(say("your second loss does not require grad at all."),
+                    say("That is what detach() gives: an honest cut. copy.copy keeps requires_grad=True, "
+                        "which is why its cut goes unnoticed. Compute the second loss from copy.copy(y)."))
     if _reaches(loss_via_copy, x):
-        raise Wrong("gradients of your second loss still reach x.",
-                     "Is it computed from y itself rather than from copy.copy(y)?")
+        raise Wrong(say("gradients of your second loss still reach x."),
+                    say("Is it computed from y itself rather than from copy.copy(y)?"))
     cut_at = [leaf for leaf in leaves_behind([loss_via_copy]) if leaf is not x and leaf.requires_grad]
     if not cut_at:
-        raise Wrong("your second loss does not start from a copy of y that requires grad.")
-    return ("the loss through y reaches x; the loss through copy.copy(y) stops at the copy, "
-            "a leaf that requires grad, so backward() runs without an error and x.grad stays None.")
+        raise Wrong(say("your second loss does not start from a copy of y that requires grad."))
+    return say("the loss through y reaches x; the loss through copy.copy(y) stops at the copy, "
+               "a leaf that requires grad, so backward() runs without an error and x.grad stays None.")
 
 
 def draw_copy_cut(make_losses: Callable) -> AutogradGraph | Feedback:
