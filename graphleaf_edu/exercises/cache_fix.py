@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from graphleaf_edu.diagnose import find_nonleaf
-from graphleaf_edu.errors import error_line
+from graphleaf_edu.errors import error_line, gloss
 from graphleaf_edu.exercises.feedback import (
     Wrong,
     call,
@@ -15,6 +15,7 @@ from graphleaf_edu.exercises.feedback import (
     require_class,
     sgd_step,
 )
+from graphleaf_edu.i18n import N_, say
 
 CACHE_LESSON = "06_scenario_model_cache"
 
@@ -42,26 +43,27 @@ def check_cache_fix(model_class: type) -> str:
     reference = CachingNetAsGiven()
     model = call(model_class, f"{name}()")
     if not isinstance(model, nn.Module):
-        raise Wrong(f"{name}() should make an nn.Module; it made a {type(model).__name__}.")
+        raise Wrong(say("{name}() should make an nn.Module; it made a {type_name}.", name=name,
+                        type_name=type(model).__name__))
     if _shapes(model) != _shapes(reference):
-        raise Wrong(f"{name} has different layers from CachingNetAsGiven.",
-                     "Keep __init__ as given: only what forward() keeps needs to change.")
+        raise Wrong(say("{name} has different layers from CachingNetAsGiven.", name=name),
+                    say("Keep __init__ as given: only what forward() keeps needs to change."))
     model.load_state_dict(reference.state_dict())
     x, target = torch.randn(5, 4), torch.randn(5, 1)
     output = call(model, f"{name}()(x)", x)
     expected = reference(x)
     if not isinstance(output, torch.Tensor) or output.shape != expected.shape or not torch.allclose(output, expected):
-        raise Wrong("the model's output changed.", "The fix is about what forward() keeps, not what it returns.")
+        raise Wrong(say("the model's output changed."), say("The fix is about what forward() keeps, not what it returns."))
     _check_cache(model, reference)
-    _check_deepcopy(model, "after a forward pass")
+    _check_deepcopy(model, N_("after a forward pass"))
     _check_training_step(model, reference, output, expected, target)
-    _check_deepcopy(model, "after backward() and an optimizer step")
-    summary = ("deepcopy works after forward and after a training step; outputs, gradients, the step "
-               "and the cached values are exactly as before.")
+    _check_deepcopy(model, N_("after backward() and an optimizer step"))
+    summary = say("deepcopy works after forward and after a training step; outputs, gradients, the step "
+                  "and the cached values are exactly as before.")
     if model.last_hidden.requires_grad:
-        summary += (" One warning: your cache requires grad, so it is a new leaf. A loss computed from "
-                    "it would send gradients to the cache alone, never to the weights: there is no need "
-                    "for requires_grad_() on a tensor you keep for its values.")
+        summary += say(" One warning: your cache requires grad, so it is a new leaf. A loss computed from it would "
+                       "send gradients to the cache alone, never to the weights: there is no need for "
+                       "requires_grad_() on a tensor you keep for its values.")
     return summary
 
 
@@ -72,13 +74,13 @@ def _shapes(model: nn.Module) -> dict[str, tuple[int, ...]]:
 def _check_cache(model: nn.Module, reference: CachingNetAsGiven) -> None:
     cache = getattr(model, "last_hidden", None)
     if not isinstance(cache, torch.Tensor):
-        what = "None" if cache is None else f"a {type(cache).__name__}, not a tensor"
-        raise Wrong(f"deepcopy may work now, but model.last_hidden is {what}.",
-                     "The monitoring callback still needs the activation's values after each step: "
-                     "keep them, without what makes deepcopy fail.")
+        what = "None" if cache is None else say("a {type_name}, not a tensor", type_name=type(cache).__name__)
+        raise Wrong(say("deepcopy may work now, but model.last_hidden is {what}.", what=what),
+                    say("The monitoring callback still needs the activation's values after each step: keep them, "
+                        "without what makes deepcopy fail."))
     if cache.shape != reference.last_hidden.shape or not torch.allclose(cache, reference.last_hidden):
-        raise Wrong("model.last_hidden does not hold the hidden activation any more.",
-                     "Keep the values of relu(self.hidden(x)) that forward computes.")
+        raise Wrong(say("model.last_hidden does not hold the hidden activation any more."),
+                    say("Keep the values of relu(self.hidden(x)) that forward computes."))
 
 
 def _check_deepcopy(model: nn.Module, when: str) -> None:
@@ -87,16 +89,17 @@ def _check_deepcopy(model: nn.Module, when: str) -> None:
     except Exception as error:  # noqa: BLE001 (the error is the feedback)
         findings = find_nonleaf(model)
         if not findings:
-            raise Wrong(f"copy.deepcopy(model) fails {when}: {error_line(error)}") from None
+            failed = say("copy.deepcopy(model) fails {when}: {error}", when=say(when), error=error_line(error))
+            raise Wrong(f"{failed} {gloss(failed)}".rstrip()) from None
         culprit = findings[0]
         hint = {
-            "ReluBackward0": ("it is still the very tensor forward computed. Assigning it under "
-                              "torch.no_grad() or to another name does not change a tensor that already "
-                              "has a history."),
-            "CloneBackward0": "clone() copies the values but is recorded: the clone is still in the graph.",
-        }.get(culprit.grad_fn, "a tensor with a history is not a leaf, and deepcopy copies only leaves.")
-        raise Wrong(f"copy.deepcopy(model) still fails {when}: model{culprit.path} has "
-                     f"grad_fn={culprit.grad_fn}.", f"{hint} ({CACHE_LESSON})") from None
+            "ReluBackward0": N_("it is still the very tensor forward computed. Assigning it under "
+                                "torch.no_grad() or to another name does not change a tensor that already "
+                                "has a history."),
+            "CloneBackward0": N_("clone() copies the values but is recorded: the clone is still in the graph."),
+        }.get(culprit.grad_fn, N_("a tensor with a history is not a leaf, and deepcopy copies only leaves."))
+        raise Wrong(say("copy.deepcopy(model) still fails {when}: model{path} has grad_fn={grad_fn}.", when=say(when),
+                        path=culprit.path, grad_fn=culprit.grad_fn), f"{say(hint)} ({CACHE_LESSON})") from None
 
 
 def _check_training_step(model, reference, output, expected, target) -> None:
@@ -105,13 +108,13 @@ def _check_training_step(model, reference, output, expected, target) -> None:
     gradients = dict(reference.named_parameters())
     for param_name, param in model.named_parameters():
         if param.grad is None:
-            raise Wrong(f"training changed: no gradient reaches {param_name}.",
-                         "The forward pass goes on from a tensor that was cut from the graph. Cut only "
-                         "the tensor you keep, not the one the computation continues with.")
+            raise Wrong(say("training changed: no gradient reaches {name}.", name=param_name),
+                        say("The forward pass goes on from a tensor that was cut from the graph. Cut only the tensor "
+                            "you keep, not the one the computation continues with."))
         if not torch.allclose(param.grad, gradients[param_name].grad):
-            raise Wrong(f"training changed: the gradient of {param_name} differs.",
-                         "Keeping an activation must not change the computation it comes from.")
+            raise Wrong(say("training changed: the gradient of {name} differs.", name=param_name),
+                        say("Keeping an activation must not change the computation it comes from."))
     for net in (model, reference):
         sgd_step(net, lr=0.1)
     if any(not torch.allclose(p, q) for p, q in zip(model.parameters(), reference.parameters())):
-        raise Wrong("training changed: one SGD step moves the weights differently.")
+        raise Wrong(say("training changed: one SGD step moves the weights differently."))

@@ -14,6 +14,7 @@ from graphleaf_edu.exercises.feedback import (
     require_class,
     sgd_step,
 )
+from graphleaf_edu.i18n import say
 
 EMA_LESSON = "08_in_the_wild"
 EMA_DECAY, EMA_STEPS = 0.8, 3
@@ -34,49 +35,51 @@ def check_ema_update(ema_class: type) -> str:
     ema = call(ema_class, f"{name}(model, decay={EMA_DECAY})", model, EMA_DECAY)
     shadow = getattr(ema, "shadow", None)
     if not isinstance(shadow, dict) or set(shadow) != {n for n, _ in model.named_parameters()}:
-        raise Wrong(f"{name}(model) should keep a dict `shadow`, one tensor per named parameter, as given.")
+        raise Wrong(say("{name}(model) should keep a dict `shadow`, one tensor per named parameter, as given.",
+                        name=name))
     expected = {n: p.detach().clone() for n, p in model.named_parameters()}
     for step in range(1, EMA_STEPS + 1):
         model.zero_grad()
         nn.functional.mse_loss(model(x), target).backward()
         sgd_step(model, lr=0.1)
         weights = {n: p.detach().clone() for n, p in model.named_parameters()}
-        call(getattr(ema, "update", None), f"ema.update(model) (step {step})", model)
+        call(getattr(ema, "update", None), say("ema.update(model) (step {step})", step=step), model)
         _check_model_untouched(model, weights)
         _check_ema_copyable(ema, model, step)
         previous = expected
         expected = {n: EMA_DECAY * previous[n] + (1 - EMA_DECAY) * weights[n] for n in weights}
         _check_ema_values(ema.shadow, expected, previous, weights, step)
-    return (f"{EMA_STEPS} updates follow decay * shadow + (1 - decay) * weight, the shadow stays out of "
-            "the graph (deepcopy works at every step), and the model trains as before.")
+    return say("{steps} updates follow decay * shadow + (1 - decay) * weight, the shadow stays out of the graph "
+               "(deepcopy works at every step), and the model trains as before.", steps=EMA_STEPS)
 
 
 def _check_model_untouched(model: nn.Module, weights: dict[str, torch.Tensor]) -> None:
     for param_name, param in model.named_parameters():
         if not torch.equal(param.detach(), weights[param_name]):
-            raise Wrong(f"ema.update(model) changed the model's {param_name}.",
-                         "The average follows the model; the model never follows the average.")
+            raise Wrong(say("ema.update(model) changed the model's {name}.", name=param_name),
+                        say("The average follows the model; the model never follows the average."))
 
 
 def _check_ema_copyable(ema: Any, model: nn.Module, step: int) -> None:
     if not isinstance(getattr(ema, "shadow", None), dict):
-        raise Wrong(f"after update {step}, ema.shadow is not a dict any more: update the tensors in it.")
+        raise Wrong(say("after update {step}, ema.shadow is not a dict any more: update the tensors in it.", step=step))
     for param_name, param in model.named_parameters():
         if not isinstance(ema.shadow.get(param_name), torch.Tensor):
-            raise Wrong(f"after update {step}, shadow[{param_name!r}] is "
-                         f"{type(ema.shadow.get(param_name)).__name__}, not a tensor.")
+            raise Wrong(say("after update {step}, shadow[{name!r}] is {type_name}, not a tensor.", step=step,
+                            name=param_name, type_name=type(ema.shadow.get(param_name)).__name__))
         if ema.shadow[param_name].untyped_storage().data_ptr() == param.untyped_storage().data_ptr():
-            raise Wrong(f"after update {step}, shadow[{param_name!r}] shares memory with the parameter.",
-                         "Then it is not an average: it changes with every optimizer step. The shadow "
-                         "needs memory of its own.")
+            raise Wrong(say("after update {step}, shadow[{name!r}] shares memory with the parameter.", step=step,
+                            name=param_name),
+                        say("Then it is not an average: it changes with every optimizer step. The shadow needs "
+                            "memory of its own."))
     findings = find_nonleaf(ema)
     if findings:
         first = findings[0]
-        raise Wrong(f"after update {step}, copy.deepcopy(ema) fails: ema{first.path} has "
-                     f"grad_fn={first.grad_fn}.",
-                     "The update read the parameters while autograd was recording, so the shadow joined "
-                     "the training graph. The average is bookkeeping, not part of training: compute it "
-                     f"where autograd records nothing ({EMA_LESSON}).")
+        raise Wrong(say("after update {step}, copy.deepcopy(ema) fails: ema{path} has grad_fn={grad_fn}.",
+                        step=step, path=first.path, grad_fn=first.grad_fn),
+                    say("The update read the parameters while autograd was recording, so the shadow joined the "
+                        "training graph. The average is bookkeeping, not part of training: compute it where "
+                        "autograd records nothing ({lesson}).", lesson=EMA_LESSON))
 
 
 def _check_ema_values(shadow: dict, expected: dict, previous: dict, weights: dict, step: int) -> None:
@@ -85,9 +88,10 @@ def _check_ema_values(shadow: dict, expected: dict, previous: dict, weights: dic
             continue
         swapped = (1 - EMA_DECAY) * previous[param_name] + EMA_DECAY * weights[param_name]
         if torch.allclose(shadow[param_name], swapped, atol=1e-6):
-            hint = (f"The check passes decay={EMA_DECAY} (not your class's default): the shadow keeps "
-                    f"{EMA_DECAY:.0%} of its old value and moves {1 - EMA_DECAY:.0%} of the way to the "
-                    "weights; yours does the opposite.")
+            hint = say("The check passes decay={decay} (not your class's default): the shadow keeps {kept:.0%} of "
+                       "its old value and moves {moved:.0%} of the way to the weights; yours does the opposite.",
+                       decay=EMA_DECAY, kept=EMA_DECAY, moved=1 - EMA_DECAY)
         else:
-            hint = "Each update: new shadow = decay * old shadow + (1 - decay) * the model's weight."
-        raise Wrong(f"after update {step}, shadow[{param_name!r}] is not the moving average.", hint)
+            hint = say("Each update: new shadow = decay * old shadow + (1 - decay) * the model's weight.")
+        raise Wrong(say("after update {step}, shadow[{name!r}] is not the moving average.", step=step,
+                        name=param_name), hint)
