@@ -13,7 +13,11 @@ The same command gives the environment's JupyterLab a quiet first screen: Jupyte
 new user with "Would you like to get notified about official Jupyter news?", a prompt a student meets
 on the first lesson, and answering yes makes the lab fetch a feed from the internet. ``LAB_DEFAULTS``
 answers it "Never" (and checks for no updates), as a setting default of the environment that a
-user's own settings still override.
+user's own settings still override. It also keeps JupyterLab in English until a student chooses
+another language (Settings > Language > 中文): JupyterLab's own default follows the locale of the
+machine the server runs on, so the Chinese language pack of the student environment would otherwise
+turn a lab on a ``zh_CN`` machine Chinese by itself, and the same lesson would look different from
+one machine to the next.
 
 The suite's environments run it (``make lab``, ``make test``, Binder's ``postBuild``, the classroom
 environment and the class image of ``classroom/Dockerfile``)::
@@ -32,7 +36,11 @@ EXTENSION = "graphleaf_edu_jupyter"
 SERVER_CONFIG = Path("etc", "jupyter", "jupyter_server_config.d", f"{EXTENSION}.json")
 # JupyterLab 4.6's news prompt: the announcements plugin asks while the notification plugin's
 # ``fetchNews`` is "none" (its default), and fetches news when it is "true".
-LAB_DEFAULTS = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+# The translation plugin's ``locale`` is "default" (the server machine's locale) unless set.
+LAB_DEFAULTS = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/translation-extension:plugin": {"locale": "en"},
+}
 # jupyterlab_server merges every file of ``<app settings dir>/overrides.d`` into the setting defaults;
 # the app settings dir of an environment's JupyterLab is ``share/jupyter/lab/settings`` in its prefix.
 LAB_DEFAULTS_FILE = Path("share", "jupyter", "lab", "settings", "overrides.d", "graphleaf-edu.json")
@@ -78,7 +86,7 @@ def enable(prefix: str = sys.prefix) -> Path:
 
 def quiet_first_screen(prefix: str = sys.prefix) -> Path:
     """Give the JupyterLab of the environment at ``prefix`` the defaults of ``LAB_DEFAULTS`` (no news
-    prompt, no update check); return the file written."""
+    prompt, no update check, English until a user chooses); return the file written."""
     return _write_json(Path(prefix, LAB_DEFAULTS_FILE), LAB_DEFAULTS)
 
 
@@ -93,5 +101,5 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["enable"])
     parser.parse_args(argv)
     print(f"enabled {EXTENSION} in {enable()}")
-    print(f"turned JupyterLab's news prompt off in {quiet_first_screen()}")
+    print(f"turned JupyterLab's news prompt off (English until a user chooses) in {quiet_first_screen()}")
     return 0

@@ -21,7 +21,8 @@ import release  # a maintainer module, imported from tools/
 # pip name -> conda-forge name, for the packages whose names differ.
 CONDA_NAME = {"torch": "pytorch-cpu", "graphviz": "python-graphviz"}
 # What a student runs the lessons with, and the maintainer tools that must stay out of it.
-STUDENT_PACKAGES = {"torch", "torchviz", "graphviz", "ipywidgets", "jupyterlab", "ipykernel"}
+STUDENT_PACKAGES = {"torch", "torchviz", "graphviz", "ipywidgets", "jupyterlab", "ipykernel",
+                    "jupyterlab-language-pack-zh-cn"}
 MAINTAINER_ONLY = {"nbgrader", "playwright", "pytest", "hypothesis", "nbval", "ruff", "sphinx"}
 # The pyproject.toml extras the lessons need on top of the core dependencies (torch).
 LESSON_EXTRAS = ("graphs", "lab")
