@@ -29,7 +29,7 @@ def test_each_answer_to_a_predict_prompt_gets_the_toggle_and_no_other_cell_does(
     notebook = new_notebook(cells=[answer("before()", "seen\n"), new_markdown_cell("**Predict**: what prints?"),
                                    answer("first()", "label\n"), answer("silent()", None),
                                    new_markdown_cell("Now run this:"), answer("after()", "seen\n")])
-    book.fold_as_jupyterlab_does(notebook)
+    book.fold_answers_and_solutions(notebook)
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [[], ["hide-output"], [], []]
 
 
@@ -39,7 +39,7 @@ def test_what_a_collapsed_heading_folds_stays_behind_toggles_until_the_next_head
     notebook = new_notebook(cells=[solution, new_code_cell("fix()"), new_markdown_cell("#### Why\n\nbecause"),
                                    new_markdown_cell("more words"), new_code_cell("more()"),
                                    new_markdown_cell("### Next\n\nshown"), new_code_cell("after()")])
-    book.fold_as_jupyterlab_does(notebook)
+    book.fold_answers_and_solutions(notebook)
     assert [tags(cell) for cell in notebook.cells if cell.cell_type == "code"] == [["hide-cell"], ["hide-cell"], []]
     toggle = f"{book.FOLDED_OPEN}\n\n{{}}\n\n{book.FOLDED_CLOSE}"
     assert [cell.source for cell in notebook.cells if cell.cell_type == "markdown"] == [
@@ -51,7 +51,7 @@ def test_a_cell_whose_source_jupyterlab_folds_shows_it_behind_a_toggle():
     bootstrap, setup = answer("%pip install graphleaf-edu", None), answer("import torch", None)
     bootstrap.metadata["jupyter"] = {"source_hidden": True}
     notebook = new_notebook(cells=[bootstrap, setup])
-    book.fold_as_jupyterlab_does(notebook)
+    book.fold_answers_and_solutions(notebook)
     assert [tags(cell) for cell in notebook.cells] == [["hide-input"], []]
 
 

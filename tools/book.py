@@ -92,7 +92,7 @@ def add_tag(cell: nbformat.NotebookNode, tag: str) -> None:
         tags.append(tag)
 
 
-def fold_as_jupyterlab_does(notebook: nbformat.NotebookNode) -> None:
+def fold_answers_and_solutions(notebook: nbformat.NotebookNode) -> None:
     """A Predict answer's outputs get `hide-output`; code JupyterLab opens with its source folded (the
     Colab bootstrap) gets `hide-input`; what a collapsed heading folds stays behind a toggle."""
     for _, cell in predict_prompts.answer_cells(notebook):
@@ -168,7 +168,7 @@ class Links:
 def stage_notebook(entry: course_stats.Entry, links: Links, staging: Path) -> None:
     source = f"notebooks/{entry.path}"
     notebook = nbformat.read(ROOT / source, as_version=4)
-    fold_as_jupyterlab_does(notebook)
+    fold_answers_and_solutions(notebook)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = links.rewrite(COLAB_BADGE.sub("", cell.source), source)
