@@ -10,8 +10,8 @@ nbgitpuller link, then opens the core lessons one after another and runs each as
 and leaving the last one open, as a student reading along would. All students start at the same
 moment. The same run is made first by one student alone (an account of its own), the baseline.
 
-Core lessons are the quick path and the numbered lessons, except the GPU lesson (a CPU class does
-not run it) and the three that start real worker processes (``WORKER_LESSONS``): 30 kernels
+Core lessons are the quick path and the numbered lessons (the core course; the deep dives are left
+out), except the two that start real worker processes (``WORKER_LESSONS``): 30 kernels
 sharing 2 cores make their deliberate worker timeouts misfire. Those run in a phase of their own,
 at fewer students, against the same lessons run by the student alone.
 
@@ -55,14 +55,10 @@ START, END = "<!-- classroom-bench:start -->", "<!-- classroom-bench:end -->"
 # deliberate worker timeouts misfire when 30 kernels share 2 cores, so they run in a phase of their
 # own, at fewer students.
 WORKER_LESSONS = {
-    "05_scenario_dataloader_workers.ipynb": "DataLoader workers under fork, spawn and forkserver",
-    "09_fact_check.ipynb": "a fork and a spawn DataLoader worker per start method (claim 'only spawn fails')",
-    "12_capstone_training_loop.ipynb": "a training loop with two DataLoader workers",
+    "03_dataloader_workers.ipynb": "DataLoader workers under spawn and fork",
+    "04_capstone_training_loop.ipynb": "a training loop with two DataLoader workers",
 }
-NOT_CORE = {
-    **WORKER_LESSONS,
-    "10_on_the_gpu.ipynb": "a GPU lesson: on this CPU-only hub it only prints what a GPU would show",
-}
+NOT_CORE = dict(WORKER_LESSONS)
 SAMPLE_EVERY_S = 4.0
 # A phase that runs longer has a stuck student: counted as that student's failure, never a hang.
 PHASE_TIMEOUT_S = 1800

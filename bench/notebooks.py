@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +135,23 @@ def worker_split(rows: list[dict], floor: dict) -> dict:
     return split
 
 
+def course_groups(folder: Path = NOTEBOOKS) -> dict[str, str]:
+    """Each notebook's group in the course list (notebooks/course.toml): core, deep dive, exercise, ..."""
+    listed = tomllib.loads((folder / "course.toml").read_text(encoding="utf-8"))["notebook"]
+    return {entry["path"]: entry["group"] for entry in listed}
+
+
+def group_split(rows: list[dict], floor: dict, groups: dict[str, str]) -> dict:
+    """The suite against its floors per group of the course: the core and the deep dives apart."""
+    split: dict = {}
+    for group in dict.fromkeys(groups.values()):
+        members = [r for r in rows if "error" not in r and groups.get(r["notebook"]) == group]
+        if members:  # a ratio only where there is something to divide
+            split[group] = {"n": len(members),
+                            "vs_floors": sum(r["median_s"] for r in members) / (len(members) * floor["median_s"])}
+    return {"groups": split}
+
+
 def run(quick: bool = False) -> dict:
     """``quick``: the floor and the first notebook, once each."""
     paths = suite_paths()[:1] if quick else suite_paths()
@@ -161,6 +179,7 @@ def run(quick: bool = False) -> dict:
         "failed": [r["notebook"] for r in rows if "error" in r],
         "goal_ratio": GOAL_RATIO,
         **worker_split(rows, floor),
+        **group_split(rows, floor, course_groups()),
     }
     print_table(result)
     return result
@@ -181,6 +200,8 @@ def print_table(result: dict) -> None:
                       result["total_cpu_s"], f"{result['total_cpu_vs_floors']:.3g} x {n}", "-"])
     print(format_table(["notebook", "median s", "min s", "max s", "x floor", "kernel cpu s", "cpu x floor",
                         "children cpu s"], table))
+    for group, figures in result["groups"].items():
+        print(f"{group}, {figures['n']} notebooks: {figures['vs_floors']:.3g} x their floors")
     if result["worker_notebooks"]:
         print(f"starting worker interpreters (children cpu >= {WORKER_CPU_FLOORS} floor): "
               f"{', '.join(result['worker_notebooks'])}: {result['workers_vs_floors']:.3g} x their floors")

@@ -12,8 +12,13 @@ def all_notebooks() -> list[Path]:
 
 
 def lessons() -> list[Path]:
-    """The numbered lesson notebooks (not the exercises)."""
+    """The core: the numbered lessons directly under notebooks/, in reading order."""
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def deep_dives() -> list[Path]:
+    """The optional lessons, linked from the core where their topic comes up."""
+    return sorted((NOTEBOOKS / "deep_dives").glob("*.ipynb"))
 
 
 def read(path: Path) -> nbformat.NotebookNode:

@@ -137,6 +137,22 @@ def test_notebooks_that_start_worker_interpreters_are_reported_apart():
                                                        "without_workers_vs_floors": pytest.approx(1.3)}
 
 
+def test_the_core_and_the_deep_dives_are_reported_apart():
+    floor = {"median_s": 2.0, "cpu_median_s": 2.0}
+    rows = [{"notebook": "00_a.ipynb", "median_s": 2.4}, {"notebook": "01_b.ipynb", "median_s": 2.8},
+            {"notebook": "deep_dives/c.ipynb", "median_s": 5.0}, {"notebook": "deep_dives/d.ipynb", "error": "..."}]
+    groups = {"00_a.ipynb": "core", "01_b.ipynb": "core", "deep_dives/c.ipynb": "deep dive",
+              "deep_dives/d.ipynb": "deep dive", "exercises/e.ipynb": "exercise"}
+    split = notebooks.group_split(rows, floor, groups)
+    assert split == {"groups": {"core": {"n": 2, "vs_floors": pytest.approx(1.3)},
+                                "deep dive": {"n": 1, "vs_floors": 2.5}}}
+    suite = {"floors_in_suite": 3, "floor": floor, "total_s": 10.2, "total_vs_floors": 1.7,
+             "total_cpu_vs_floors": 1.5, "goal_ratio": 1.5, "failed": [], **split}
+    measures = {r["measure"]: r for r in notebook_goals(suite)}
+    assert (measures["suite time, core (2 notebooks)"]["met"], measures["suite time, deep dive (1 notebooks)"]["met"]) == ("yes", "NO")
+    assert set(notebooks.course_groups()) == {p.relative_to(notebooks.NOTEBOOKS).as_posix() for p in notebooks.suite_paths()}
+
+
 def test_widget_goal_takes_each_explorers_worst_p95_and_skips_the_png_comparison():
     row = {"caches": "cold", "median_s": 0.05}
     section = {"goal_p95_s": 0.150, "explorers": [

@@ -224,7 +224,7 @@ CHECKS = {
 
 # --- predict before you see ---------------------------------------------------------------------------
 
-PREDICT_LESSON = "01_leaves_and_grad_fn.ipynb"  # its answers include tables and pictures
+PREDICT_LESSON = "deep_dives/leaves_and_grad_fn.ipynb"  # its answers include tables and pictures
 
 
 def squeezed(text: str) -> str:
@@ -311,14 +311,20 @@ def solve_with_model(title: str):
     return solve
 
 
+# Each lesson's explorers with a task, in the order they appear, and how a student solves each.
 TASKS = {
-    "01_leaves_and_grad_fn.ipynb": (".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()")),
-    "03_scenario_intermediate_tensor.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
-    "04_scenario_model_output.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
-    "05_scenario_dataloader_workers.ipynb": (".graphleaf-dataloader-lab", solve_spawn_with_deepcopy),
-    "06_scenario_model_cache.ipynb": (".graphleaf-scenario-explorer", solve_with_fix("custom_deepcopy")),
-    "07_fix_toolbox.ipynb": (".graphleaf-fix-comparison",
-                             solve_with_model("An EMA / SWA / teacher copy taken after training started")),
+    "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
+    "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
+                                (".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
+    "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_at_source"))],
+    "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn_with_deepcopy)],
+    "deep_dives/leaves_and_grad_fn.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
+    "deep_dives/intermediate_tensor.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
+    "deep_dives/model_output.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
+    "deep_dives/dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn_with_deepcopy)],
+    "deep_dives/model_cache_fixes.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("custom_deepcopy"))],
+    "deep_dives/fix_toolbox.ipynb": [(".graphleaf-fix-comparison",
+                                      solve_with_model("An EMA / SWA / teacher copy taken after training started"))],
 }
 
 
@@ -326,23 +332,28 @@ TASK_GIVEN = re.compile(rf"\b(?:{'|'.join(EXPLORERS)})\([^)]*\btask=")
 
 
 def test_every_explorer_with_a_task_is_solved_here():
-    """A lesson that gives an explorer a task is in TASKS, so the browser test solves it."""
-    given = {str(p.relative_to(NOTEBOOKS)) for p in all_notebooks()
-             if TASK_GIVEN.search("\n".join(c.source for c in nbformat.read(p, as_version=4).cells
-                                            if c.cell_type == "code"))}
-    assert given == set(TASKS)
+    """Every explorer a lesson gives a task is in TASKS, so the browser test solves each one."""
+    given = {}
+    for path in all_notebooks():
+        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        count = sum(bool(TASK_GIVEN.search(source)) for source in code)
+        if count:
+            given[str(path.relative_to(NOTEBOOKS))] = count
+    assert given == {name: len(solutions) for name, solutions in TASKS.items()}
 
 
 # The DataLoader lab's check waits for its first run's table, so the task's run comes after it.
-SOLVED_AFTER_THE_CHECKS = {"05_scenario_dataloader_workers.ipynb"}
+SOLVED_AFTER_THE_CHECKS = {"03_dataloader_workers.ipynb", "deep_dives/dataloader_workers.ipynb"}
 
 
 def solve_the_task(page, name: str) -> None:
-    """The lesson's explorer shows its task, not yet solved; the student's moves make it say solved."""
-    selector, solve = TASKS[name]
-    explorer = page.locator(selector).filter(has=page.locator(".graphleaf-task")).first
-    explorer.scroll_into_view_if_needed()
-    playwright.expect(explorer.locator(".graphleaf-task")).to_contain_text("task:", timeout=CLICK_TIMEOUT_MS)
-    assert explorer.locator(".graphleaf-solved").count() == 0, "solved before the student did anything"
-    solve(page, explorer)
-    playwright.expect(explorer.locator(".graphleaf-solved")).to_be_visible(timeout=60_000)
+    """Each explorer of the lesson shows its task, not yet solved; the student's moves make it say solved."""
+    with_a_task = page.locator(", ".join(EXPLORERS.values())).filter(has=page.locator(".graphleaf-task"))
+    for index, (selector, solve) in enumerate(TASKS[name]):
+        explorer = with_a_task.nth(index)
+        assert explorer.evaluate("(el, selector) => el.matches(selector)", selector), f"task {index + 1} is not in {selector}"
+        explorer.scroll_into_view_if_needed()
+        playwright.expect(explorer.locator(".graphleaf-task")).to_contain_text("task:", timeout=CLICK_TIMEOUT_MS)
+        assert explorer.locator(".graphleaf-solved").count() == 0, "solved before the student did anything"
+        solve(page, explorer)
+        playwright.expect(explorer.locator(".graphleaf-solved")).to_be_visible(timeout=60_000)

@@ -33,7 +33,7 @@ pytestmark = [
 
 CLASSROOM = CLASSROOMS["test"]
 FIRST_LESSON = f"{COURSE_NAME}/notebooks/00_start_here.ipynb"
-LONG_LESSON = f"{COURSE_NAME}/notebooks/02_what_deepcopy_does.ipynb"
+LONG_LESSON = f"{COURSE_NAME}/notebooks/deep_dives/what_deepcopy_does.ipynb"
 # Every student action of a test is bounded: a stuck kernel or server fails its test with a message.
 ACTION_TIMEOUT_S = 240
 CULL_TIMEOUT_S = 20
@@ -189,7 +189,7 @@ def add_markdown(path: Path, text: str, at_end: bool) -> None:
 
 def test_a_students_changes_survive_a_re_pull(class_of_two, tmp_path):
     name = class_of_two[1]
-    edited, deleted = "notebooks/01_leaves_and_grad_fn.ipynb", "notebooks/03_scenario_intermediate_tensor.ipynb"
+    edited, deleted = "notebooks/01_copied_tensors.ipynb", "notebooks/deep_dives/intermediate_tensor.ipynb"
     link = course.pull_link(CLASSROOM.url, CLASSROOM.course_repository)
 
     async def edit(student: Student):

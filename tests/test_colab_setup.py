@@ -1,6 +1,6 @@
 """The shared setup cell installs what is missing (Colab) and nothing where the suite is installed.
 
-The cell's own source runs here twice: as it is (graphleaf_edu importable: no command runs), and with
+The bootstrap cell (folded) and the setup cell run here twice: as it is (graphleaf_edu importable: no command runs), and with
 graphleaf_edu made unimportable and without `dot` on PATH (as on a fresh Colab runtime), where
 ``subprocess.run`` is replaced by a recorder so nothing is installed for real.
 """
@@ -11,13 +11,13 @@ import subprocess
 import sys
 
 import pytest
-from notebook_files import ROOT, code_cells, lessons, read
+from notebook_files import NOTEBOOKS, ROOT, code_cells, deep_dives, lessons, read
 
 sys.path.insert(0, str(ROOT / "tools"))
 import release  # a maintainer module, imported from tools/
 
 REPOSITORY, TAG = release.repository(), release.tag()
-SETUP = code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[0].source
+BOOTSTRAP, SETUP = (cell.source for cell in code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[:2])
 
 
 def run_setup_cell(monkeypatch, *, installed: bool, dot: bool) -> list[list[str]]:
@@ -34,7 +34,8 @@ def run_setup_cell(monkeypatch, *, installed: bool, dot: bool) -> list[list[str]
     if not installed:
         monkeypatch.setitem(sys.modules, "graphleaf_edu", None)  # import graphleaf_edu -> ModuleNotFoundError
     namespace = {}
-    exec(compile(SETUP.replace("DEVICE = gl.setup_notebook(seed=0)", ""), "setup cell", "exec"), namespace)  # noqa: S102 (the notebook's own cell)
+    for name, source in (("bootstrap cell", BOOTSTRAP), ("setup cell", SETUP.replace("DEVICE = gl.setup_notebook(seed=0)", ""))):
+        exec(compile(source, name, "exec"), namespace)  # noqa: S102 (the notebook's own cells)
     assert namespace["gl"].__name__ == "graphleaf_edu"
     return commands
 
@@ -56,8 +57,15 @@ def test_where_dot_is_missing_too_graphviz_is_installed_with_apt(monkeypatch):
     assert apt == ["apt-get", "install", "--yes", "--quiet", "graphviz"]
 
 
-@pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
+def test_the_install_line_is_one_line():
+    """One recognisable line installs the package (a release tool stamps its version there)."""
+    lines = [line for line in BOOTSTRAP.splitlines() if "graphleaf-edu @ git+" in line]
+    assert len(lines) == 1 and "pip" in lines[0] and "torchviz==0.0.3" in lines[0]
+    assert release.install_requirement(REPOSITORY, TAG) in lines[0], "the install line names the release tag"
+
+
+@pytest.mark.parametrize("path", [*lessons(), *deep_dives()], ids=lambda p: str(p.relative_to(NOTEBOOKS)))
 def test_every_lesson_opens_in_colab_from_its_own_header(path):
     owner_and_name = REPOSITORY.removeprefix("https://github.com/")
-    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/{TAG}/notebooks/{path.name})"
+    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/{TAG}/notebooks/{path.relative_to(NOTEBOOKS).as_posix()})"
     assert badge in read(path).cells[0].source

@@ -8,23 +8,55 @@ from notebook_files import (
     ROOT,
     all_notebooks,
     code_cells,
+    deep_dives,
     lessons,
     read,
+    tags,
 )
 
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats  # a maintainer script, imported from tools/
 
 QUICK_FIX = NOTEBOOKS / "quick_fix.ipynb"
-LESSON_MINUTES, QUICK_FIX_MINUTES = 25, 10
+CORE_MINUTES, CORE_LESSON_MINUTES, DEEP_DIVE_MINUTES, QUICK_FIX_MINUTES = 45, 12, 25, 10
+CORE_GL_NAMES = 8
 TRACEBACK_LINES, SUITE_TRACEBACK_LINES = 15, 300
+LESSONS = [*lessons(), *deep_dives()]
+
+
+def lesson_id(path):
+    return path.relative_to(NOTEBOOKS).as_posix()
 
 
 def test_quick_fix_fits_in_ten_minutes():
     assert course_stats.stats(QUICK_FIX, NOTEBOOKS).minutes <= QUICK_FIX_MINUTES
 
 
-@pytest.mark.parametrize("path", [*lessons(), QUICK_FIX], ids=lambda p: p.name)
+def test_the_core_fits_in_45_minutes_and_each_of_its_lessons_in_12():
+    minutes = {path.name: round(course_stats.stats(path, NOTEBOOKS).minutes, 1) for path in lessons()}
+    assert sum(minutes.values()) <= CORE_MINUTES, minutes
+    assert max(minutes.values()) <= CORE_LESSON_MINUTES, minutes
+
+
+@pytest.mark.parametrize("path", deep_dives(), ids=lesson_id)
+def test_each_deep_dive_fits_in_25_minutes(path):
+    assert course_stats.stats(path, NOTEBOOKS).minutes <= DEEP_DIVE_MINUTES
+
+
+def test_the_core_uses_few_names_of_the_package():
+    names = frozenset().union(*(course_stats.stats(path, NOTEBOOKS).gl_names for path in lessons()))
+    assert len(names) <= CORE_GL_NAMES, sorted(names)
+
+
+@pytest.mark.parametrize("path", lessons(), ids=lesson_id)
+def test_a_core_lesson_stores_one_full_traceback_at_most(path):
+    """A repeated error is shown as one line naming the student's own line (graphleaf_edu.tracebacks)."""
+    full = [cell.source for cell in code_cells(read(path)) for output in cell.get("outputs", [])
+            if output.output_type == "error" and course_stats.traceback_lines(output) > 1]
+    assert len(full) <= 1, full
+
+
+@pytest.mark.parametrize("path", [*LESSONS, QUICK_FIX], ids=lesson_id)
 def test_stored_errors_are_short(path):
     for cell in code_cells(read(path)):
         for output in cell.get("outputs", []):
@@ -40,7 +72,7 @@ def test_the_suite_stores_few_traceback_lines():
 
 
 def test_the_pin_memory_expectation_matches_the_wheels_own_message():
-    """Notebook 10 expects CUDA's pin_memory refusal; the same C++ check on a meta tensor shows its form."""
+    """The GPU deep dive expects CUDA's pin_memory refusal; the same C++ check on a meta tensor shows its form."""
     import torch
 
     from graphleaf_edu import gpu
@@ -50,31 +82,62 @@ def test_the_pin_memory_expectation_matches_the_wheels_own_message():
     assert f"RuntimeError: {refused.value}" == gpu.PIN_CUDA_ERROR.replace("'CUDAFloatType'", "'MetaFloatType'")
 
 
-@pytest.mark.parametrize("path", lessons(), ids=lambda p: p.name)
-def test_each_lesson_fits_in_25_minutes(path):
-    assert course_stats.stats(path, NOTEBOOKS).minutes <= LESSON_MINUTES
-
-
 PYTORCH_DOCS = re.compile(r"\]\((https://docs\.pytorch\.org/[^)#\s]+)")
 
 
 def test_lessons_link_the_pytorch_documentation():
     pages = set()
-    for path in lessons():
+    for path in LESSONS:
         found = set(PYTORCH_DOCS.findall(path.read_text()))
-        assert found, f"{path.name} links no PyTorch documentation page"
+        assert found, f"{lesson_id(path)} links no PyTorch documentation page"
         pages |= found
     assert len(pages) >= 8, sorted(pages)
 
 
-FIX_LESSONS = ("03_", "04_", "05_", "06_", "07_")  # the lessons that teach fixes (issue 12, item 3)
+# The lessons that teach fixes: each gives an explorer a task (issue 12, item 3).
+FIX_LESSONS = ("00_start_here.ipynb", "01_copied_tensors.ipynb", "02_model_cache.ipynb", "03_dataloader_workers.ipynb",
+               "deep_dives/intermediate_tensor.ipynb", "deep_dives/model_output.ipynb",
+               "deep_dives/dataloader_workers.ipynb", "deep_dives/model_cache_fixes.ipynb", "deep_dives/fix_toolbox.ipynb")
 
 
-def test_each_lesson_that_teaches_fixes_gives_an_explorer_a_task():
-    rows = {r.name: r for r in course_stats.suite(NOTEBOOKS)}
-    taught = [name for name in rows if name.startswith(FIX_LESSONS)]
-    assert len(taught) == len(FIX_LESSONS)
-    assert [name for name in taught if rows[name].tasks == 0] == []
+@pytest.mark.parametrize("name", FIX_LESSONS)
+def test_each_lesson_that_teaches_fixes_gives_an_explorer_a_task(name):
+    assert course_stats.stats(NOTEBOOKS / name, NOTEBOOKS).tasks >= 1
+
+
+# The four scenarios of the source article, each reproduced in the core with its real error, drawn, and
+# fixed with a widget task: (lesson, scenarios, the error each shows, what a stored output shows of it).
+SCENARIOS = [
+    ("01_copied_tensors.ipynb", 2, "Only Tensors created explicitly by the user (graph leaves)", None),
+    ("02_model_cache.ipynb", 1, "Only Tensors created explicitly by the user (graph leaves)", None),
+    ("03_dataloader_workers.ipynb", 1, "Cowardly refusing to serialize non-leaf tensor which requires_grad",
+     "Caught RuntimeError in DataLoader worker process 0."),
+]
+
+
+@pytest.mark.parametrize(("name", "count", "error", "printed"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_the_core_reproduces_draws_and_fixes_each_scenario(name, count, error, printed):
+    cells = code_cells(read(NOTEBOOKS / name))
+    outputs = [o for c in cells for o in c.get("outputs", [])]
+    errors = [o for o in outputs if o.output_type == "error" and error in o.evalue]
+    graphs = [o for o in outputs if o.get("data", {}).get("text/plain", "").startswith("AutogradGraph(")]
+    assert len(errors) >= count and len(graphs) >= count
+    assert course_stats.stats(NOTEBOOKS / name, NOTEBOOKS).tasks >= count
+    if printed:
+        assert any(printed in o.get("text", "") for o in outputs)
+
+
+def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check():
+    cells = read(NOTEBOOKS / "04_capstone_training_loop.ipynb").cells
+    crash = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "raises-exception" in tags(c))
+    solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("### Solution"))
+    check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Check"))
+    assert crash < solution < check
+    assert cells[solution].metadata.get("jp-MarkdownHeadingCollapsed") is True, "the solution is folded"
+    assert not any("gl.explain" in c.source for c in cells[crash:solution] if c.cell_type == "code"), \
+        "the diagnosis is the student's, before the solution"
+    printed = "".join(o.get("text", "") for c in cells[check:] if c.cell_type == "code" for o in c.get("outputs", []))
+    assert printed.count("True") == 2 and "False" not in printed, printed
 
 
 def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):
@@ -111,14 +174,59 @@ def test_the_course_title_is_the_notebooks_first_heading(entry):
     assert read(NOTEBOOKS / entry.path).cells[0].source.splitlines()[0] == f"# {entry.title}"
 
 
-def test_exercises_and_deep_dives_follow_a_core_lesson_listed_before_them():
+def test_exercises_and_deep_dives_follow_a_lesson_listed_before_them():
     position = {entry.path: index for index, entry in enumerate(COURSE)}
-    for entry in COURSE:
+    for index, entry in enumerate(COURSE):
         if entry.group in ("exercise", "deep dive"):
             assert entry.after in position, f"{entry.path}: after = {entry.after!r} is not in the course"
-            assert COURSE[position[entry.after]].group == "core", f"{entry.path} follows {entry.after}"
+            assert position[entry.after] < index, f"{entry.path} is listed before {entry.after}"
+            assert COURSE[position[entry.after]].group in ("core", "deep dive"), f"{entry.path} follows {entry.after}"
         else:
             assert entry.after is None, f"{entry.path}: only exercises and deep dives have 'after'"
+
+
+def test_the_core_is_the_numbered_lessons_and_the_deep_dives_their_folder():
+    assert [e.path for e in COURSE if e.group == "core"] == [p.name for p in lessons()]
+    assert sorted(e.path for e in COURSE if e.group == "deep dive") == [lesson_id(p) for p in deep_dives()]
+    assert [e.path for e in COURSE if e.group == "quick fix"] == ["quick_fix.ipynb"]
+
+
+def test_00s_map_is_the_course_list():
+    source = next(c.source for c in read(NOTEBOOKS / course_stats.MAP_NOTEBOOK).cells if course_stats.MAP_START in c.source)
+    shown = source.split(course_stats.MAP_START, 1)[1].split(course_stats.MAP_END, 1)[0].strip("\n")
+    assert shown == course_stats.course_map(COURSE), "run: python tools/course_stats.py --update"
+
+
+CORE = [entry for entry in COURSE if entry.group == "core"]
+
+
+@pytest.mark.parametrize("index", range(len(CORE)), ids=lambda i: CORE[i].path)
+def test_each_core_lesson_links_the_previous_and_the_next_in_the_course(index):
+    cells = read(NOTEBOOKS / CORE[index].path).cells
+    if index + 1 < len(CORE):
+        assert f"]({CORE[index + 1].path})" in cells[-1].source, "the last cell links the next lesson"
+    if index > 0:
+        assert f"]({CORE[index - 1].path})" in cells[-1].source, "the last cell links the previous lesson"
+
+
+@pytest.mark.parametrize("entry", [e for e in COURSE if e.group == "deep dive"], ids=lambda e: e.path)
+def test_each_deep_dive_leads_back_to_the_lesson_it_follows_and_that_lesson_links_it(entry):
+    assert f"](../{entry.after})" in read(NOTEBOOKS / entry.path).cells[-1].source
+    lesson = read(NOTEBOOKS / entry.after)
+    linked = entry.path if entry.after.count("/") == 0 else entry.path.split("/", 1)[1]
+    assert any(f"]({linked})" in c.source for c in lesson.cells if c.cell_type == "markdown"), \
+        f"{entry.after} does not link {entry.path}"
+
+
+EXERCISE_COPIES = [(e, folder) for e in COURSE if e.group == "exercise" for folder in ("notebooks", "instructor")]
+
+
+@pytest.mark.parametrize(("entry", "folder"), EXERCISE_COPIES, ids=lambda v: v if isinstance(v, str) else v.path)
+def test_each_exercise_names_the_lesson_it_follows_as_its_prerequisite(entry, folder):
+    """The exercise-order notes: an exercise tests what the lessons before it teach, and says which."""
+    header = read(ROOT / folder / entry.path).cells[0].source
+    prerequisites = next(line for line in header.splitlines() if line.startswith("**Prerequisites**"))
+    assert f"](../../notebooks/{entry.after})" in prerequisites, prerequisites
 
 
 def test_a_malformed_course_entry_says_what_to_change(tmp_path):

@@ -16,7 +16,9 @@ import torch
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 from notebook_files import ROOT, code_cells, read
+from torch import nn
 
+import graphleaf_edu as gl
 from graphleaf_edu import exercises, find_nonleaf
 from graphleaf_edu.graphs import AutogradGraph
 
@@ -264,9 +266,41 @@ def test_wrong_culprits_get_their_hints(path, expected):
     assert feedback.status == exercises.TRY_AGAIN and expected in said(feedback)
 
 
-def test_find_nonleaf_finds_them_all():
-    feedback = exercises.check_culprit_finder(lambda model: [f.path for f in find_nonleaf(model)])
-    assert feedback.passed
+def tensors_with_graph(obj, path="model"):
+    """Lesson 02's plain-PyTorch search, as a student would copy it."""
+    if isinstance(obj, torch.Tensor):
+        return [path] if obj.grad_fn is not None else []
+    if isinstance(obj, nn.Module):
+        inside = {f".{name}": value for name, value in vars(obj).items() if not name.startswith("_")}
+        inside |= {f".{name}": value for name, value in obj.named_children()}
+        inside |= {f".{name}": value for name, value in obj.named_buffers(recurse=False)}
+    elif isinstance(obj, dict):
+        inside = {f"[{key!r}]": value for key, value in obj.items()}
+    elif isinstance(obj, (list, tuple)):
+        inside = {f"[{index}]": value for index, value in enumerate(obj)}
+    else:
+        return []
+    return [found for step, value in inside.items() for found in tensors_with_graph(value, path + step)]
+
+
+def test_a_plain_pytorch_finder_finds_them_all():
+    feedback = exercises.check_culprit_finder(tensors_with_graph)
+    assert feedback.passed, said(feedback)
+
+
+@pytest.mark.parametrize("finder", [
+    lambda model: [f.path for f in find_nonleaf(model)],
+    lambda model: [f.path for f in gl.find_nonleaf(model)],
+    lambda model: helper_that_asks_the_package(model),
+], ids=["find_nonleaf", "gl.find_nonleaf", "through a helper"])
+def test_the_packages_own_finder_is_turned_down(finder):
+    feedback = exercises.check_culprit_finder(finder)
+    assert feedback.status == exercises.TRY_AGAIN
+    assert "uses graphleaf_edu" in feedback.summary and "grad_fn is not None" in hints(feedback)
+
+
+def helper_that_asks_the_package(model):
+    return [f.path for f in find_nonleaf(model)]
 
 
 def test_a_hard_coded_finder_is_caught():
@@ -275,14 +309,17 @@ def test_a_hard_coded_finder_is_caught():
     assert "same paths for every model" in hints(feedback)
 
 
-def test_findings_instead_of_paths_are_explained():
-    feedback = exercises.check_culprit_finder(find_nonleaf)
-    assert "returned Finding items" in feedback.summary and ".path" in hints(feedback)
+def test_tensors_instead_of_paths_are_explained():
+    def the_tensors(model):
+        return [eval("root" + path, {"root": model}) for path in tensors_with_graph(model, "")]
+
+    feedback = exercises.check_culprit_finder(the_tensors)
+    assert "returned Tensor items" in feedback.summary and ".encoder.last_output" in hints(feedback)
 
 
 def test_a_finder_that_lists_leaves_is_told_which():
     def with_weights(model):
-        return [f.path for f in find_nonleaf(model)] + [".encoder.embed.weight"]
+        return [*tensors_with_graph(model), ".encoder.embed.weight"]
 
     feedback = exercises.check_culprit_finder(with_weights)
     assert "you listed root.encoder.embed.weight, which deepcopy copies fine" in feedback.summary
@@ -292,6 +329,7 @@ def test_a_finder_that_lists_leaves_is_told_which():
 
 DATASETS = '''
 import torch
+from torch import nn
 from torch.utils.data import Dataset
 
 
@@ -712,16 +750,20 @@ def test_write_student_copies_mirrors_the_source_folder(tmp_path):
 
 
 def test_hints_and_links_point_to_lessons_of_the_suite():
-    readme = (ROOT / "README.md").read_text()
-    lessons = set(re.findall(r"^\| `(\d\d_[a-z0-9_]+)` \|", readme, re.MULTILINE))
-    named = {value for name, value in vars(exercises).items() if name.endswith("_LESSON")}
-    assert named and named <= lessons
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "notebooks" / "course.toml").read_text())["notebook"]
+    lessons = {entry["path"].removesuffix(".ipynb") for entry in listed if entry["group"] in ("core", "deep dive")}
+    named = {getattr(module, name) for module in vars(exercises).values() if isinstance(module, type(exercises))
+             for name in vars(module) if name.endswith("_LESSON")}
+    assert named and named <= lessons, named - lessons
     for path in source_notebooks():
         text = path.read_text()
         for target in re.findall(r"\]\((\.\./[^)]+\.ipynb)\)", text):
             # the same link must work from the solution copy and from the student copy
             assert (SOURCES / target).resolve() == (STUDENT / target).resolve(), f"{path.name}: {target}"
             resolved = (SOURCES / target).resolve()
-            assert resolved.parent == ROOT / "notebooks" and resolved.stem in lessons, f"{path.name}: {target}"
+            assert resolved.relative_to(ROOT / "notebooks").as_posix().removesuffix(".ipynb") in lessons, \
+                f"{path.name}: {target}"
         for target in re.findall(r"\]\((ex\d_[a-z_]+\.ipynb)\)", text):
             assert (SOURCES / target).exists(), f"{path.name} links to {target}"

@@ -26,7 +26,7 @@ from graphleaf_edu.notebook import VERIFIED_TORCH
 
 CPU_RULES = ROOT / "tests" / "nbval_sanitize.cfg"
 GPU_RULES = ROOT / "tests" / "nbval_sanitize_gpu.cfg"
-NOTEBOOK_10 = ROOT / "notebooks" / "10_on_the_gpu.ipynb"
+NOTEBOOK_10 = ROOT / "notebooks" / "deep_dives" / "on_the_gpu.ipynb"
 REQUIREMENTS = ROOT / "requirements"
 # What the GPU run imports that the GPU image lacks (tools/test_gpu.py's IMPORTS, less the project).
 GPU_RUN_ROOTS = ["nbval", "nbclient", "nbformat", "ipykernel", "ipywidgets", "torchviz", "graphviz"]

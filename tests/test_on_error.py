@@ -169,14 +169,14 @@ def test_the_extension_hooks_are_importable_from_the_package():
     assert graphleaf_edu.explain_errors is explain_errors
 
 
-def test_lesson_11_shows_the_notes_of_a_real_averaged_model_failure():
+def test_the_libraries_deep_dive_shows_the_notes_of_a_real_averaged_model_failure():
     """nbval reruns the lesson in a real kernel and compares the stored outputs; this pins down what
     they must show: the extension loaded, AveragedModel failing, and its notes naming root.<path>."""
     import nbformat
 
     from graphleaf_edu.errors import GRAPH_LEAVES
 
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "11_real_causes_in_libraries.ipynb"
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "deep_dives" / "real_causes_in_libraries.ipynb"
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     assert any(c.source.strip() == "%load_ext graphleaf_edu" for c in cells)
     failing = next(i for i, c in enumerate(cells) if "AveragedModel(model)" in c.source)

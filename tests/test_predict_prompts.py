@@ -22,7 +22,8 @@ GIVES_AWAY = re.compile(r"\b(True|False|raises?|raised|works?|worked|fails?|fail
 # A comment in an answer cell that tells the outcome before the cell runs.
 OUTCOME_COMMENT = re.compile(r"\b(raises?|raised|fails?|failed|works?|worked|succeeds?|non-leaf|a leaf|cannot|can't"
                              r"|\w+Error)\b|(?<![=\w])(True|False)\b")
-TASK_CHECK = re.compile(r"gl\.views\.Task\(\s*\"[^\"]*\",\s*(\w+)")
+TASK_BY_NAME = re.compile(r'\btask="([^"]+)"')
+SOLUTION_CHECK = re.compile(r"\bTASKS\[['\"][^'\"]+['\"]\]\.done\(")
 
 
 def ids(path):
@@ -71,21 +72,32 @@ def test_no_answer_cell_comment_tells_the_outcome(path):
 
 @pytest.mark.parametrize("path", [p for p in EVERY_NOTEBOOK if course_stats.stats(p, ROOT).tasks], ids=ids)
 def test_a_widget_tasks_solution_sits_under_a_folded_solution_heading(path):
+    from graphleaf_edu.views import TASKS
+
     cells = read(path).cells
-    checks = {name for c in cells if c.cell_type == "code" for name in TASK_CHECK.findall(c.source)}
-    assert checks, "a widget with a task, but no gl.views.Task(...) check found"
-    given = next(i for i, c in enumerate(cells) if c.cell_type == "code" and course_stats.EXPLORER_WITH_TASK.search(c.source))
-    for index, cell in enumerate(cells[given + 1:], start=given + 1):
-        if cell.cell_type == "code" and any(re.search(rf"\b{name}\(", cell.source) for name in checks):
-            heading = next(c for c in reversed(cells[:index]) if c.cell_type == "markdown" and c.source.startswith("#"))
+
+    def heading_before(index):
+        return next(c for c in reversed(cells[:index]) if c.cell_type == "markdown" and c.source.startswith("#"))
+
+    given = [i for i, c in enumerate(cells) if c.cell_type == "code" and course_stats.EXPLORER_WITH_TASK.search(c.source)]
+    for index in given:
+        names = TASK_BY_NAME.findall(cells[index].source)
+        assert names and set(names) <= set(TASKS), f"give the task by its name in graphleaf_edu.views.TASKS:\n{cells[index].source}"
+        after = next(c for c in cells[index + 1:] if c.cell_type == "markdown" and c.source.startswith("#"))
+        assert after.source.split("\n", 1)[0].endswith("Solution"), f"no Solution heading after the task:\n{cells[index].source}"
+        assert after.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
+    for index, cell in enumerate(cells):
+        if cell.cell_type == "code" and SOLUTION_CHECK.search(cell.source):
+            heading = heading_before(index)
             assert heading.source.split("\n", 1)[0].endswith("Solution"), f"solution outside a Solution heading:\n{cell.source}"
             assert heading.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
 
 
-def test_the_playgrounds_list_of_things_to_try_holds_no_solution():
+@pytest.mark.parametrize("name", ["00_start_here.ipynb", "deep_dives/leaves_and_grad_fn.ipynb"])
+def test_the_playgrounds_list_of_things_to_try_holds_no_solution(name):
     import graphleaf_edu as gl
 
-    cells = read(NOTEBOOKS / "01_leaves_and_grad_fn.ipynb").cells
+    cells = read(NOTEBOOKS / name).cells
     solution = next(i for i, c in enumerate(cells) if c.source.startswith("### Solution"))
     suggested = {snippet for c in cells[:solution] if c.cell_type == "markdown"
                  for snippet in re.findall(r"`([^`]*w @ x \+ b[^`]*)`", c.source)}

@@ -38,7 +38,7 @@ import graphleaf_edu_jupyter
 # repo2docker's notebook-server packages for Python 3.11 (repo2docker/buildpacks/conda/
 # environment.py-3.11-linux-64.lock, 2025-10), which our requirements then upgrade.
 BASE_ENVIRONMENT = ["jupyterlab==4.4.9", "notebook==7.4.7", "ipywidgets==8.1.7", "ipykernel==7.0.1"]
-WIDGET_LESSON = "notebooks/01_leaves_and_grad_fn.ipynb"
+WIDGET_LESSON = "notebooks/00_start_here.ipynb"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--no-first-run", "--disable-quic"]

@@ -2,7 +2,8 @@
 distinct `gl.` names, widgets and their tasks; then each group's total.
 
     python tools/course_stats.py [notebooks]            the table, in the course's reading order
-    python tools/course_stats.py --update [notebooks]   also rewrite the minutes in course.toml
+    python tools/course_stats.py --update [notebooks]   also rewrite the minutes in course.toml, then
+                                                        00's map of the course from it
 
 The course is `notebooks/course.toml`: every notebook in reading order with its group and minutes.
 Reading time is the course's estimate: 120 words of Markdown a minute, plus 30 seconds per code cell.
@@ -29,6 +30,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 EXPLORER_WITH_TASK = re.compile(r"\b(?:scenario_explorer|leaf_playground|dataloader_lab|fix_comparison)\([^)]*\btask=")
 GL_NAME = re.compile(r"\bgl((?:\.[A-Za-z_]\w*)+)")
 MINUTES_LINE = re.compile(r"^minutes = [0-9.]+$", re.MULTILINE)
+MAP_NOTEBOOK = "00_start_here.ipynb"
+MAP_START, MAP_END = "<!-- course-map:start -->", "<!-- course-map:end -->"
+SHORT_TITLE = re.compile(r"^(?:Deep dive|Exercise \d+) · ")
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,43 @@ def update_minutes(folder: Path) -> int:
     return sum(old != new for old, new in zip(lines, MINUTES_LINE.findall(updated), strict=True))
 
 
+def course_map(entries: list[Entry]) -> str:
+    """00's map of the course, as Markdown: the core with its minutes, then the deep dives and the
+    exercises, each under the notebook it follows."""
+    def link(entry: Entry) -> str:
+        return f"[{SHORT_TITLE.sub('', entry.title)}]({entry.path})"
+
+    def label(path: str) -> str:
+        return path[:2] if path[:2].isdigit() else link(next(e for e in entries if e.path == path))
+
+    core = [e for e in entries if e.group == "core"]
+    lines = ["| the core, in order | minutes |", "| --- | --- |", *(f"| {link(e)} | {e.minutes:.0f} |" for e in core),
+             f"| **all {len(core)}** | **{sum(e.minutes for e in core):.0f}** |", ""]
+    for group, heading in (("deep dive", "**Deep dives**, optional, after"), ("exercise", "**Exercises**, after")):
+        members = [e for e in entries if e.group == group]
+        afters = list(dict.fromkeys(e.after for e in members if e.after))
+        parts = [f"{label(after)}: " + ", ".join(link(e) for e in members if e.after == after) for after in afters]
+        lines += [f"{heading} " + "; ".join(parts) + ".", ""]
+    return "\n".join(lines).rstrip("\n")
+
+
+def update_map(folder: Path) -> bool:
+    """Write ``course_map`` between the markers of 00's first cell that holds them; whether it changed."""
+    path = folder / MAP_NOTEBOOK
+    notebook = nbformat.read(path, as_version=4)
+    cell = next((c for c in notebook.cells if MAP_START in c.source and MAP_END in c.source), None)
+    if cell is None:
+        raise ValueError(f"{path.name} has no cell with {MAP_START} ... {MAP_END}: add the markers where the map goes")
+    before, _, rest = cell.source.partition(MAP_START)
+    _, _, after = rest.partition(MAP_END)
+    source = f"{before}{MAP_START}\n{course_map(course(folder))}\n{MAP_END}{after}"
+    if source == cell.source:
+        return False
+    cell.source = source
+    nbformat.write(notebook, path)
+    return True
+
+
 HEADER = (f"{'notebook':<46} {'group':<9} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} "
           f"{'longest':>7} {'gl':>3} {'widgets':>7} {'tasks':>5}")
 
@@ -130,6 +171,11 @@ def main(argv: list[str]) -> int:
     folder = Path(arguments[0] if arguments else "notebooks")
     if update:
         print(f"{COURSE_FILE}: {update_minutes(folder)} minutes updated")
+        # The map shows the minutes, which the map's own words change: two rounds settle them.
+        for _ in range(2):
+            if update_map(folder):
+                print(f"{MAP_NOTEBOOK}: the map of the course rewritten")
+                update_minutes(folder)
     entries, rows = course(folder), suite(folder)
     print(HEADER)
     for entry, r in zip(entries, rows, strict=True):

@@ -44,20 +44,20 @@ def rows() -> list[tuple[str, str, str, str]]:
     return [
         (graph_leaves, f"{M.INDEX_RUNNER}; or {M.INDEX_EXPLAIN_COPIED}",
          f"{C.CACHED.fix}; {M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=C.ROOT_TENSOR.fix)}",
-         "`quick_fix`; `02_what_deepcopy_does` §1; `03`, `04`, `06`"),
+         "`quick_fix`; `00_start_here` §2; `01`, `02`"),
         ("the same message, for a module that uses `torch.nn.utils.weight_norm`", M.INDEX_EXPLAIN_WEIGHT_NORM,
-         M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), "`08_in_the_wild` §1"),
+         M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), "deep dive `in_the_wild` §1"),
         ("the same message, after `backward(create_graph=True)`", M.INDEX_EXPLAIN_GRAD, C.NONLEAF_GRAD.fix,
-         "`02_what_deepcopy_does` §2; `08_in_the_wild` §6"),
+         "deep dive `what_deepcopy_does` §2; deep dive `in_the_wild` §6"),
         (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", M.INDEX_EXPLAIN_DATASET, dataset_fix,
-         "`05_scenario_dataloader_workers`, \"`fork`\""),
-        (f"{WORKER}{STACK_OUT}", M.INDEX_EXPLAIN_DATASET, M.INDEX_SAME_FIX, "`05_scenario_dataloader_workers`, \"`fork`\""),
+         "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
+        (f"{WORKER}{STACK_OUT}", M.INDEX_EXPLAIN_DATASET, M.INDEX_SAME_FIX, "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
         (cowardly, f"{M.INDEX_RUNNER}; or {M.INDEX_EXPLAIN_SENT}",
          f"{M.SEND_FIX}; {M.INDEX_FOR_A_DATASET}",
-         "`05_scenario_dataloader_workers`, \"Why: `torch.multiprocessing`'s pickler\"; `08_in_the_wild` §7"),
+         "`03_dataloader_workers`; deep dive `dataloader_workers`, \"Why: `torch.multiprocessing`'s pickler\"; deep dive `in_the_wild` §7"),
         ("`DataLoader timed out after N seconds` with `batch_size=None` (or a DataLoader that never returns)",
          M.INDEX_EXPLAIN_DATASET, M.INDEX_SEE_THE_ERROR,
-         "`05_scenario_dataloader_workers`, \"`batch_size=None`\""),
+         "deep dive `dataloader_workers`, \"`batch_size=None`\""),
     ]
 
 

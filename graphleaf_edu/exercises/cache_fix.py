@@ -17,7 +17,7 @@ from graphleaf_edu.exercises.feedback import (
 )
 from graphleaf_edu.i18n import N_, say
 
-CACHE_LESSON = "06_scenario_model_cache"
+CACHE_LESSON = "02_model_cache"
 
 
 class CachingNetAsGiven(nn.Module):

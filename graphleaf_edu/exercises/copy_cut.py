@@ -18,7 +18,7 @@ from graphleaf_edu.exercises.feedback import (
 from graphleaf_edu.graphs import AutogradGraph, draw, leaves_behind
 from graphleaf_edu.i18n import N_, say
 
-DEEPCOPY_LESSON = "02_what_deepcopy_does"
+DEEPCOPY_LESSON = "deep_dives/what_deepcopy_does"
 
 COPY_QUESTIONS = {  # question: (what PyTorch does, the hint written for it)
     "same_object": (False, N_(

@@ -1,7 +1,9 @@
-"""Exercise 3: find the tensors that break ``copy.deepcopy`` of a model, by hand and with ``find_nonleaf``."""
+"""Exercise 3: find the tensors that break ``copy.deepcopy`` of a model, by hand and with a plain-PyTorch search
+(the package's own ``find_nonleaf`` does not count: the exercise is to write one)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -17,7 +19,7 @@ from graphleaf_edu.exercises.feedback import (
     require_function,
 )
 
-FIND_LESSON = "07_fix_toolbox"
+FIND_LESSON = "02_model_cache"
 FEATURES, WIDTH = 4, 8
 
 
@@ -139,10 +141,16 @@ def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
             "graph and all.")
 
 
-@exercise("Exercise 3 · find them all with find_nonleaf")
+@exercise("Exercise 3 · find them all, with plain PyTorch")
 def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
-    """``find_culprits(model)`` returns the paths of every tensor that breaks deepcopy of ``model``."""
+    """``find_culprits(model)`` returns the paths of every tensor that breaks deepcopy of ``model``,
+    found with plain PyTorch: a function that reaches into graphleaf_edu is turned down."""
     name = require_function(find_culprits)
+    used = sorted(set(package_objects_used(find_culprits)))
+    if used:
+        raise Wrong(f"{name} uses graphleaf_edu ({', '.join(used)}): here the search is yours to write, with plain "
+                     "PyTorch.", "Walk what the model holds (vars(module), module.named_children(), dicts, lists, "
+                     f"tuples) and keep each tensor whose grad_fn is not None ({FIND_LESSON}).")
     answers = []
     for variant, (options, _, expected) in enumerate(TAGGER_VARIANTS):
         model = culprit_model(variant)
@@ -164,11 +172,11 @@ def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
 def _paths_from(result: Any, name: str) -> set[str]:
     if not isinstance(result, (list, tuple, set)):
         raise Wrong(f"{name}(model) should return a list of paths (strings); it returned a "
-                     f"{type(result).__name__}. find_nonleaf returns a list of Finding objects: each has a .path.")
+                     f"{type(result).__name__}.")
     if any(not isinstance(item, str) for item in result):
         raise Wrong(f"{name}(model) should return paths as strings; it returned "
                      f"{type(next(item for item in result if not isinstance(item, str))).__name__} items.",
-                     "Each Finding that find_nonleaf returns has its path in .path.")
+                     "Return where each tensor is, written from the model: \".encoder.last_output\", \".log['a']\".")
     return {_normalise_path(path) for path in result}
 
 
@@ -176,5 +184,38 @@ def _finder_hint(answers: list[set[str]]) -> str:
     if len(answers) > 1 and all(paths == answers[0] for paths in answers):
         return ("It returns the same paths for every model: look at the model it is given, "
                 "not at the one in the notebook.")
-    return ("find_nonleaf(model) walks everything deepcopy walks: attributes, dicts, lists, submodules "
-            f"({FIND_LESSON}).")
+    return ("Walk everything the model holds: its attributes (vars), its submodules, and the dicts, lists and "
+            f"tuples inside them, one level after another ({FIND_LESSON}).")
+
+
+def package_objects_used(function: Callable[..., Any]) -> Iterator[str]:
+    """The graphleaf_edu modules and objects ``function`` reaches by name (its globals and closure), and
+    those of the functions it calls by name in turn."""
+    seen: set[int] = set()
+    todo: list[Any] = [function]
+    while todo:
+        current = todo.pop()
+        code = getattr(current, "__code__", None)
+        if code is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        names, codes = set(), [code]
+        while codes:
+            block = codes.pop()
+            names |= set(block.co_names)
+            codes += [const for const in block.co_consts if isinstance(const, types.CodeType)]
+        reached = [current.__globals__[n] for n in sorted(names) if n in current.__globals__]
+        reached += [_cell_value(cell) for cell in current.__closure__ or ()]
+        for value in reached:
+            module = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(module, str) and module.split(".")[0] == "graphleaf_edu":
+                yield getattr(value, "__name__", module)
+            elif isinstance(value, types.FunctionType):
+                todo.append(value)
+
+
+def _cell_value(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a closure variable not bound yet
+        return None

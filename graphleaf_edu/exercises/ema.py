@@ -16,7 +16,7 @@ from graphleaf_edu.exercises.feedback import (
 )
 from graphleaf_edu.i18n import say
 
-EMA_LESSON = "08_in_the_wild"
+EMA_LESSON = "deep_dives/in_the_wild"
 EMA_DECAY, EMA_STEPS = 0.8, 3
 
 

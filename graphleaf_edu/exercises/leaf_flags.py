@@ -18,7 +18,7 @@ from graphleaf_edu.exercises.feedback import (
 )
 from graphleaf_edu.i18n import N_, say
 
-LEAVES_LESSON = "01_leaves_and_grad_fn"
+LEAVES_LESSON = "00_start_here"
 
 @dataclass(frozen=True)
 class Question:

@@ -16,7 +16,7 @@ from graphleaf_edu.exercises.feedback import (
 )
 from graphleaf_edu.i18n import say
 
-LOADER_LESSON = "05_scenario_dataloader_workers"
+LOADER_LESSON = "03_dataloader_workers"
 SPAWN_ROWS, SPAWN_BATCH = 8, 4
 SPAWN_TIMEOUT_S = 60.0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from graphleaf_edu.i18n import N_, say
 from graphleaf_edu.scenarios.measure import measure_fix
 from graphleaf_edu.views.common import Task
+from graphleaf_edu.views.fixes import FixComparison
 from graphleaf_edu.views.loader import LoaderView
 from graphleaf_edu.views.playground import PlaygroundView
 from graphleaf_edu.views.scenario import ScenarioView
@@ -61,6 +62,12 @@ def spawn_workers_deliver_deepcopied_rows(view: LoaderView) -> bool:
     return spawn_workers_deliver(view) and view.outcome.deepcopy_in_getitem
 
 
+def no_fix_changes_the_original(view: FixComparison) -> bool:
+    """In the comparison shown, every fix that works leaves the original unchanged, as measured."""
+    works, changed = view.column("works"), view.column("original changed")
+    return all(change == "no" for worked, change in zip(works, changed, strict=True) if worked)
+
+
 TASKS: dict[str, Task] = {
     "copyable affine": Task(N_("Type an expression that starts from w @ x + b, has the same values, and gives a "
                                "tensor copy.deepcopy accepts."), copyable_affine,
@@ -81,6 +88,8 @@ TASKS: dict[str, Task] = {
     "spawn workers, deepcopy in __getitem__": Task(
         N_("Make spawn workers deliver batches while __getitem__ still deep-copies."),
         spawn_workers_deliver_deepcopied_rows, solved=N_("Solved: spawn workers, rows deep-copied, batches delivered.")),
+    "no fix changes the original": Task(N_("Find a model whose working fixes all leave the original unchanged."),
+                                        no_fix_changes_the_original, solved=N_("Solved: no fix here changes your model.")),
 }
 
 
