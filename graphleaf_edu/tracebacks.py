@@ -2,10 +2,10 @@
 that raised it (unless this package raised it: its message speaks for it); the frames in between
 (``copy``, ``torch``, this package) are counted, not shown.
 
-An error already shown in full in this session (the same type and first line of message) is shown
-again as one line: the type, the message's first sentence and the student's own line that raised it
-(IPython's ``%xmode Minimal`` would drop that line). A cause chained from inside this package is left
-out of the picture: the package's own message already says what it was.
+An error already shown in full in this session (the same type and message) is shown again as one
+line: the type, the message's first sentence and the student's own line that raised it (IPython's
+``%xmode Minimal`` would drop that line), then the notes the error carries, if any. A cause chained
+from inside this package is left out of the picture: the package's own message already says what it was.
 
 ``setup_notebook`` turns this on in IPython. It only changes how a traceback is *shown*: the exception
 is the real one (``sys.last_value`` and nbval see it unchanged), and ``%xmode Context`` or
@@ -148,8 +148,8 @@ def use_short_tracebacks(shell: Any) -> None:
         for _ in range(formatter.tb_offset if tb_offset is None else tb_offset):
             etb = etb.tb_next if etb.tb_next is not None else etb
         seen = (etype.__name__, str(short_worker_message(evalue)))
-        if seen in shown_in_full:
-            return [repeat_line(evalue, students_line(etb, cell_label))]
+        if seen in shown_in_full:  # one line; notes added to this error (culprits, fixes) still follow it
+            return [repeat_line(evalue, students_line(etb, cell_label)), *map(str, getattr(evalue, "__notes__", ()))]
         shown_in_full.add(seen)
         short, hidden = keep_frames(etb, is_students)
         shown = without_package_chain(short_worker_message(evalue))

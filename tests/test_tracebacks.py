@@ -25,6 +25,7 @@ REPEATS = [
     "def keep(batch):\n    return copy.deepcopy(batch)  # inside the student's function\nkeep([x * 3])",
     "model = nn.Linear(2, 2)\nmodel(torch.ones(2, 3))",
     "%xmode Context\ncopy.deepcopy(x * 4)",
+    "%xmode Plain\n%load_ext graphleaf_edu\ncopy.deepcopy({'kept': x * 5})",
 ]
 
 
@@ -101,14 +102,16 @@ def repeated():
 
 
 def test_an_error_shown_before_shows_again_as_one_line_naming_the_students_line(repeated):
-    first, again, in_function, other, full = ([ANSI.sub("", line) for line in error.traceback] for error in repeated)
+    first, again, in_function, other, full, with_notes = ([ANSI.sub("", line) for line in error.traceback] for error in repeated)
     assert len(first) > 3 and f"RuntimeError: {DEEPCOPY_ERROR}" in "\n".join(first)
     assert again == [(f"RuntimeError: {DEEPCOPY_ERROR} at the moment. (shown in full above)  "
                       "<- Cell In[3], line 2: snapshot = copy.deepcopy(first)  # the student's line")]
     assert len(in_function) == 1 and in_function[0].endswith("line 2: return copy.deepcopy(batch)  # inside the student's function")
     assert len(other) > 1, "another error is shown in full"
     assert len(full) > 3, "%xmode Context shows every frame, repeat or not"
-    assert [e.ename for e in repeated] == ["RuntimeError"] * 5
+    assert [e.ename for e in repeated] == ["RuntimeError"] * 6
+    assert with_notes[0].endswith("copy.deepcopy({'kept': x * 5})") and len(with_notes) > 1
+    assert any("root['kept']" in line for line in with_notes[1:]), "the notes naming the culprit follow the line"
     assert repeated[1].evalue == repeated[0].evalue, "the exception itself is unchanged"
 
 

@@ -8,7 +8,8 @@
 - every install of the suite, in whatever cell and shape it stands (found by ``release.INSTALL``), is
   the release tag, ``graphleaf-edu @ git+<repository>@v<version>``, never a branch;
 - a header's "**Verified with**: torch X.Y" names the supported torch (``[tool.graphleaf-edu]``);
-- every lesson's header ends with an "Open in Colab" badge that opens the lesson at the release tag;
+- every lesson's header (the core's and the deep dives') ends with an "Open in Colab" badge that opens the
+  lesson at the release tag;
 - every code cell that answers a **Predict** prompt stores its outputs folded (``predict_prompts``).
 
     .venv/bin/python tools/stamp_notebooks.py            # every notebook git tracks
@@ -68,10 +69,11 @@ def verified_torch(notebook: nbformat.NotebookNode, path: Path) -> None:
 
 
 def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
-    if not re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name) or path.parent != ROOT / "notebooks":
+    core = re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name) and path.parent == ROOT / "notebooks"
+    if not core and path.parent != ROOT / "notebooks" / "deep_dives":
         return
     header = notebook.cells[0]
-    url = release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, f"notebooks/{path.name}")
+    url = release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, path.relative_to(ROOT).as_posix())
     badge = f"[![Open In Colab]({COLAB_BADGE})]({url})"
     kept = [line for line in header.source.rstrip("\n").split("\n") if COLAB_BADGE not in line]
     while kept and not kept[-1].strip():
