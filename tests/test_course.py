@@ -63,7 +63,8 @@ def test_stored_errors_are_short(path):
             if output.output_type == "error":
                 lines = course_stats.traceback_lines(output)
                 assert lines <= TRACEBACK_LINES, f"{lines} traceback lines:\n{cell.source}"
-                assert "graphleaf_edu/" not in "\n".join(output.traceback) or "Cell In[" in output.traceback[1], \
+                shown = [course_stats.ANSI.sub("", entry) for entry in output.traceback]
+                assert "graphleaf_edu/" not in "\n".join(shown) or "Cell In[" in shown[1], \
                     "a lesson's error starts in the student's cell"
 
 
