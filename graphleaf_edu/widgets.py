@@ -140,11 +140,11 @@ class ScenarioExplorer(_Explorer):
     def _refresh(self) -> None:
         scenario = self.scenario.value
         if not self._live:
-            self.code.value = _pre(scenario.code(self.fix.value))
+            self.code.value = _pre(scenario.script(self.fix.value))
             self.result.value = say("<i>Will copying work? Press <b>deepcopy</b> to run this code.</i>")
             return
         view = scenario_view(scenario, self.fix.value)
-        self.code.value = _pre(view.code)
+        self.code.value = _pre(scenario.script(self.fix.value))
         colour = "#009E73" if view.ok else "#D55E00"
         self.result.value = f"<div style='border-left: 4px solid {colour}; padding-left: 6px'>{_pre(view.result_text)}</div>"
         self.caption.value = _pre(view.caption)

@@ -309,3 +309,20 @@ def test_parameters_drop_a_nonleaf_grad_when_copied_plain_tensors_do_not():
     (parameter ** 3).sum().backward(create_graph=True)
     assert not parameter.grad.is_leaf
     assert copy.deepcopy(parameter).grad is None
+
+
+@pytest.mark.parametrize(("key", "fix"), [(k, f) for k, s in SCENARIOS.items() for f in s.fix_keys()])
+def test_the_script_an_explorer_shows_is_plain_code_that_does_what_the_fix_does(key, fix):
+    """The explorer shows the student's code (classes, statements, `copied = ...`), not the engine's
+    setup functions; run as it stands, it fails or copies exactly as the fix's run does."""
+    scenario = SCENARIOS[key]
+    shown = scenario.script(fix)
+    assert "def setup" not in shown and shown.rstrip().splitlines()[-1].startswith(("copied", "queue", "ema"))
+    namespace: dict = {}
+    torch.manual_seed(0)
+    if scenario.run(fix).ok:
+        exec(compile(shown, f"{key}-{fix}", "exec"), namespace)  # noqa: S102 (the catalog's own code)
+        assert "copied" in namespace
+    else:
+        with pytest.raises(scenario.error.type, match=re.escape(scenario.error.contains)):
+            exec(compile(shown, f"{key}-{fix}", "exec"), namespace)  # noqa: S102

@@ -23,7 +23,7 @@ import torch
 
 from graphleaf_edu.errors import error_line, warning_line
 from graphleaf_edu.i18n import say
-from graphleaf_edu.scenarios.source import shown_code
+from graphleaf_edu.scenarios.source import script, shown_code
 
 __all__ = ["NONE", "ExpectedError", "Fix", "Outcome", "Scenario", "require_scenario"]
 
@@ -164,6 +164,12 @@ class Scenario:
         """The exact code that ``run(fix)`` runs: its setup and copy functions, and what they use."""
         chosen = self.fix(fix)
         return shown_code(self._setup_of(chosen), chosen.copy).text
+
+    def script(self, fix: str = NONE) -> str:
+        """The same code as ``code(fix)``, written as a student's script: the classes it uses, the
+        setup's statements and ``copied = ...`` (what the explorers show)."""
+        chosen = self.fix(fix)
+        return script(self._setup_of(chosen), chosen.copy)
 
     def namespace(self, fix: str = NONE) -> dict[str, Any]:
         """What the shown code binds, and the objects a fresh run of the setup (of ``fix``) returns."""

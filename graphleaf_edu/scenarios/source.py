@@ -13,11 +13,12 @@ import ast
 import functools
 import inspect
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ShownCode", "shown_code"]
+__all__ = ["ShownCode", "script", "shown_code"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,86 @@ def shown_code(*functions: Callable) -> ShownCode:
     bound = tuple(sorted({(name, module) for module, statements in chosen.items()
                           for s in statements for name in s.binds}))
     return ShownCode("\n\n".join(groups) + ("\n\n\n" if groups else "") + "\n\n\n".join(definitions) + "\n", bound)
+
+
+def script(setup: Callable, copy: Callable) -> str:
+    """The code of ``setup`` then ``copy`` as a student would write it: the classes and helpers they use,
+    then the setup's body (a call to another setup inlined, the seed and the ``return {...}`` left out)
+    and ``copied = ...`` from the copy function. Code of another shape is shown as ``shown_code`` shows it."""
+    try:
+        lines = [*_setup_lines(setup), *_copy_lines(copy)]
+    except _NotPlain:
+        return shown_code(setup, copy).text
+    used = _loaded_names("\n".join(lines))
+    chosen = [s for module in dict.fromkeys((setup.__module__, copy.__module__))
+              for s in _needed(module, used - {setup.__name__, copy.__name__})]
+    imports = sorted(dict.fromkeys(s.text for s in chosen if s.is_import), key=_import_group)
+    groups = ["\n".join(group) for group in _grouped(imports)]
+    definitions = list(dict.fromkeys(s.text for s in chosen if not s.is_import))
+    parts = ["\n\n".join(groups), "\n\n\n".join(definitions), "\n".join(lines)]
+    return "\n\n\n".join(part for part in parts if part) + "\n"
+
+
+class _NotPlain(Exception):
+    """The functions are not of the plain shape ``script`` rewrites."""
+
+
+def _function_node(function: Callable) -> ast.FunctionDef:
+    node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise _NotPlain(function)
+    return node
+
+
+def _setup_lines(setup: Callable) -> list[str]:
+    """The setup's statements, with a ``return other_setup(argument)`` inlined."""
+    node, arguments, keywords = _function_node(setup), [], []
+    if len(node.body) == 1 and isinstance(node.body[0], ast.Return) and isinstance(node.body[0].value, ast.Call):
+        call = node.body[0].value
+        callee = vars(sys.modules[setup.__module__]).get(getattr(call.func, "id", ""))
+        if not callable(callee):
+            raise _NotPlain(setup)
+        node, arguments, keywords = _function_node(callee), call.args, call.keywords
+    params = [a.arg for a in node.args.args]
+    values = dict(zip(params[len(params) - len(node.args.defaults):], node.args.defaults, strict=True))
+    values.update(zip(params, arguments, strict=False))
+    values.update({keyword.arg: keyword.value for keyword in keywords if keyword.arg in params})
+    *steps, last = [_Substitute(values).visit(statement) for statement in node.body]
+    if not isinstance(last, ast.Return) or not isinstance(last.value, ast.Dict):
+        raise _NotPlain(setup)
+    lines = [ast.unparse(step) for step in steps if not _is_seed(step)]
+    for key, value in zip(last.value.keys, last.value.values, strict=True):
+        if not isinstance(key, ast.Constant):
+            raise _NotPlain(setup)
+        if not (isinstance(value, ast.Name) and value.id == key.value):
+            lines.append(f"{key.value} = {ast.unparse(value)}")
+    return lines
+
+
+def _copy_lines(copy: Callable) -> list[str]:
+    *steps, last = _function_node(copy).body
+    if not isinstance(last, ast.Return) or last.value is None:
+        raise _NotPlain(copy)
+    lines = [ast.unparse(step) for step in steps]
+    if not (isinstance(last.value, ast.Name) and last.value.id == "copied"):
+        lines.append(f"copied = {ast.unparse(last.value)}")
+    return lines
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.values.get(node.id, node) if isinstance(node.ctx, ast.Load) else node
+
+
+def _is_seed(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and ast.unparse(statement.value).startswith("torch.manual_seed(")
+
+
+def _loaded_names(source: str) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 
 
 def _needed(module: str, names: set[str]) -> list[_Statement]:
