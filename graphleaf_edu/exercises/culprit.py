@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from graphleaf_edu.diagnose import resolve
-from graphleaf_edu.errors import error_line
+from graphleaf_edu.errors import error_line, gloss
 from graphleaf_edu.exercises.feedback import (
     Wrong,
     call,
@@ -18,6 +18,7 @@ from graphleaf_edu.exercises.feedback import (
     grad_fn_name,
     require_function,
 )
+from graphleaf_edu.i18n import say
 
 FIND_LESSON = "02_model_cache"
 FEATURES, WIDTH = 4, 8
@@ -103,25 +104,27 @@ def _resolve(model: nn.Module, path: str) -> Any:
     try:
         return resolve(model, path)
     except Exception as error:  # noqa: BLE001 (any mistake in the typed path becomes feedback)
-        raise Wrong(f"root{path} does not evaluate: {error_line(error)}",
-                     "Write the path as find_nonleaf does, from the model: e.g. \".encoder.embed.weight\" "
-                     "or \".labels['pos'][0]\".") from None
+        failed = say("root{path} does not evaluate: {error}", path=path, error=error_line(error))
+        raise Wrong(f"{failed} {gloss(failed)}".rstrip(),
+                    say("Write the path as find_nonleaf does, from the model: e.g. \".encoder.embed.weight\" "
+                        "or \".labels['pos'][0]\".")) from None
 
 
 def _why_not_culprit(path: str, value: Any) -> str:
     where = f"root{path}"
     if isinstance(value, nn.Parameter):
-        return (f"{where} is a parameter. Parameters are leaves (made directly, not computed), and "
-                "deepcopy copies them. Look for a tensor that forward() computed and kept.")
+        return say("{where} is a parameter. Parameters are leaves (made directly, not computed), and deepcopy "
+                   "copies them. Look for a tensor that forward() computed and kept.", where=where)
     if isinstance(value, torch.Tensor) and value.is_leaf:
-        return (f"{where} is a leaf tensor (grad_fn=None), so deepcopy copies it; updating a tensor "
-                "in place with values that need no gradient keeps it a leaf.")
+        return say("{where} is a leaf tensor (grad_fn=None), so deepcopy copies it; updating a tensor in place "
+                   "with values that need no gradient keeps it a leaf.", where=where)
     if isinstance(value, (dict, list, tuple)):
-        return f"{where} is a {type(value).__name__}: the culprit may be inside it. Go one level deeper."
+        return say("{where} is a {type_name}: the culprit may be inside it. Go one level deeper.", where=where,
+                   type_name=type(value).__name__)
     if isinstance(value, nn.Module):
-        return (f"{where} is a module: its parameters copy fine. What else does it store? "
-                f"Try vars({where.replace('root', 'model', 1)}).")
-    return f"{where} is a {type(value).__name__}, not a tensor."
+        return say("{where} is a module: its parameters copy fine. What else does it store? Try vars({model}).",
+                   where=where, model=where.replace("root", "model", 1))
+    return say("{where} is a {type_name}, not a tensor.", where=where, type_name=type(value).__name__)
 
 
 @exercise("Exercise 3 · find it by hand")
@@ -130,15 +133,15 @@ def check_culprit_by_hand(culprit_path: Callable[[], str]) -> str:
     name = require_function(culprit_path)
     path = call(culprit_path, f"{name}()")
     if not isinstance(path, str):
-        raise Wrong(f"{name}() should return the path as a string, like \".encoder.embed.weight\"; "
-                     f"it returned a {type(path).__name__}.")
+        raise Wrong(say("{name}() should return the path as a string, like \".encoder.embed.weight\"; it returned "
+                        "a {type_name}.", name=name, type_name=type(path).__name__))
     model = culprit_model()
     path = _normalise_path(path)
     value = _resolve(model, path)
     if not isinstance(value, torch.Tensor) or value.is_leaf:
-        raise Wrong("that is not the tensor deepcopy rejects.", _why_not_culprit(path, value))
-    return (f"root{path} has grad_fn={grad_fn_name(value)}: forward() computed it and the model kept it, "
-            "graph and all.")
+        raise Wrong(say("that is not the tensor deepcopy rejects."), _why_not_culprit(path, value))
+    return say("root{path} has grad_fn={grad_fn}: forward() computed it and the model kept it, graph and all.",
+               path=path, grad_fn=grad_fn_name(value))
 
 
 @exercise("Exercise 3 · find them all, with plain PyTorch")
@@ -148,9 +151,10 @@ def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
     name = require_function(find_culprits)
     used = sorted(set(package_objects_used(find_culprits)))
     if used:
-        raise Wrong(f"{name} uses graphleaf_edu ({', '.join(used)}): here the search is yours to write, with plain "
-                     "PyTorch.", "Walk what the model holds (vars(module), module.named_children(), dicts, lists, "
-                     f"tuples) and keep each tensor whose grad_fn is not None ({FIND_LESSON}).")
+        raise Wrong(say("{name} uses graphleaf_edu ({used}): here the search is yours to write, with plain PyTorch.",
+                        name=name, used=", ".join(used)),
+                    say("Walk what the model holds (vars(module), module.named_children(), dicts, lists, tuples) and "
+                        "keep each tensor whose grad_fn is not None ({lesson}).", lesson=FIND_LESSON))
     answers = []
     for variant, (options, _, expected) in enumerate(TAGGER_VARIANTS):
         model = culprit_model(variant)
@@ -159,33 +163,34 @@ def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
         described = f"Tagger({', '.join(f'{k}={v!r}' for k, v in options.items())})"
         extra = sorted(paths - set(expected))
         if extra:
-            raise Wrong(f"for {described} you listed root{extra[0]}, which deepcopy copies fine.",
-                         _why_not_culprit(extra[0], _resolve(model, extra[0])))
+            raise Wrong(say("for {model} you listed root{path}, which deepcopy copies fine.", model=described,
+                            path=extra[0]),
+                        _why_not_culprit(extra[0], _resolve(model, extra[0])))
         if paths != set(expected):
             missed = len(set(expected) - paths)
-            raise Wrong(f"for {described} your function misses {missed} of the {len(expected)} tensors "
-                         "that break deepcopy.", _finder_hint(answers))
-    return (f"your function found every culprit in {len(TAGGER_VARIANTS)} models "
-            f"({len(TAGGER_VARIANTS) - 1} of them new to you), and nothing else.")
+            raise Wrong(say("for {model} your function misses {missed} of the {count} tensors that break deepcopy.",
+                            model=described, missed=missed, count=len(expected)), _finder_hint(answers))
+    return say("your function found every culprit in {count} models ({new} of them new to you), and nothing else.",
+               count=len(TAGGER_VARIANTS), new=len(TAGGER_VARIANTS) - 1)
 
 
 def _paths_from(result: Any, name: str) -> set[str]:
     if not isinstance(result, (list, tuple, set)):
-        raise Wrong(f"{name}(model) should return a list of paths (strings); it returned a "
-                     f"{type(result).__name__}.")
+        raise Wrong(say("{name}(model) should return a list of paths (strings); it returned a {type_name}.",
+                        name=name, type_name=type(result).__name__))
     if any(not isinstance(item, str) for item in result):
-        raise Wrong(f"{name}(model) should return paths as strings; it returned "
-                     f"{type(next(item for item in result if not isinstance(item, str))).__name__} items.",
-                     "Return where each tensor is, written from the model: \".encoder.last_output\", \".log['a']\".")
+        raise Wrong(say("{name}(model) should return paths as strings; it returned {type_name} items.", name=name,
+                        type_name=type(next(item for item in result if not isinstance(item, str))).__name__),
+                    say("Return where each tensor is, written from the model: \".encoder.last_output\", \".log['a']\"."))
     return {_normalise_path(path) for path in result}
 
 
 def _finder_hint(answers: list[set[str]]) -> str:
     if len(answers) > 1 and all(paths == answers[0] for paths in answers):
-        return ("It returns the same paths for every model: look at the model it is given, "
-                "not at the one in the notebook.")
-    return ("Walk everything the model holds: its attributes (vars), its submodules, and the dicts, lists and "
-            f"tuples inside them, one level after another ({FIND_LESSON}).")
+        return say("It returns the same paths for every model: look at the model it is given, not at the one in "
+                   "the notebook.")
+    return say("Walk everything the model holds: its attributes (vars), its submodules, and the dicts, lists and "
+               "tuples inside them, one level after another ({lesson}).", lesson=FIND_LESSON)
 
 
 def package_objects_used(function: Callable[..., Any]) -> Iterator[str]:
