@@ -408,3 +408,16 @@ def test_an_exercise_says_its_title_status_and_the_framework_words_in_chinese():
     assert "应该返回一个以 'c', " in not_a_dict.message
     assert [f.status for f in (not_a_function, stub, not_a_dict)] == ["try again", "not yet", "try again"]
     assert english[0].startswith("✘ Exercise 1 · leaf flags — try again: pass your function itself")
+
+
+def test_every_constant_the_notes_and_causes_say_is_in_the_catalog():
+    """A constant added to messages.py or causes.py without N_ would stay English under zh_CN."""
+    from graphleaf_edu import causes, messages
+
+    known = {message.id for message in catalogs.read("zh_CN") if isinstance(message.id, str)}
+    words = {name: value for name, value in vars(messages).items()
+             if name.isupper() and isinstance(value, str) and name not in ("NOTE_PREFIX", "KG_PREFIX")}
+    said = {f"{name}.{field}": getattr(value, field) for name, value in vars(causes).items()
+            if isinstance(value, causes.Cause) for field in ("cause", "fix")}
+    assert len(words) > 50 and len(said) > 40
+    assert {name: text for name, text in {**words, **said}.items() if text not in known} == {}
