@@ -400,9 +400,12 @@ def test_an_exercise_says_its_title_status_and_the_framework_words_in_chinese():
     def predict():
         raise NotImplementedError()
 
-    english = [check_leaf_flags(answer).message for answer in (3, predict, lambda: [])]
+    def predict_a_list():
+        return []
+
+    english = [check_leaf_flags(answer).message for answer in (3, predict, predict_a_list)]
     speak("zh-CN")
-    not_a_function, stub, not_a_dict = (check_leaf_flags(answer) for answer in (3, predict, lambda: []))
+    not_a_function, stub, not_a_dict = (check_leaf_flags(answer) for answer in (3, predict, predict_a_list))
     assert not_a_function.message.startswith("✘ 练习 1 · 叶子标志 — 再试一次：请传入你的函数本身")
     assert stub.message.startswith("… 练习 1 · 叶子标志 — 还没完成：predict() 仍然抛出 NotImplementedError")
     assert "应该返回一个以 'c', " in not_a_dict.message
