@@ -105,7 +105,7 @@ classroom-setup: $(STAMP)
 	@$(PY) -m classroom setup
 
 # The book (Sphinx + MyST-NB, docs/conf.py) from the notebooks' stored outputs (nothing runs):
-# build/site/index.html. site-test builds the whole book and reads it in Chromium; `make test` reads a
+# build/site/index.html, and its Chinese edition (README.zh-CN.md, notebooks/zh-CN/) in build/site/zh-CN/. site-test builds the whole book and reads it in Chromium; `make test` reads a
 # quick book of a few pages (tests/test_site.py).
 site: setup
 	$(PY) tools/book.py build/site

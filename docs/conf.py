@@ -6,9 +6,14 @@ CDN). The JupyterHub launch button opens a notebook through nbgitpuller on the h
 names (`make site GRAPHLEAF_JUPYTERHUB_URL=https://hub.example.edu`); without it, on the hub
 `make classroom` starts on this machine (docs/classroom.md).
 """
+import html
+import json
 import os
 import tomllib
 from pathlib import Path
+
+from sphinx.search import languages as search_languages
+from sphinx.search.zh import SearchChinese
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -45,3 +50,37 @@ html_theme_options = {
         "jupyterhub_url": os.environ.get("GRAPHLEAF_JUPYTERHUB_URL") or "http://127.0.0.1:18600",
     },
 }
+
+# The link to the other language at the top of every page: tools/book.py writes, beside the staged
+# sources of each book, which page of the other book twins each page (language-links.json).
+LANGUAGE_LINKS = "language-links.json"
+
+
+def read_language_links(app):
+    path = Path(app.srcdir) / LANGUAGE_LINKS
+    app.env.graphleaf_language_links = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def add_language_link(app, pagename, templatename, context, doctree):
+    links = getattr(app.env, "graphleaf_language_links", None)
+    if not links or "body" not in context:
+        return
+    up = "../" * pagename.count("/")
+    target = f"{up}{links['root']}{links['twins'].get(pagename, 'index')}.html"
+    link = (f'<p class="graphleaf-language"><a class="graphleaf-language-link" href="{html.escape(target)}" '
+            f'hreflang="{links["lang"]}" lang="{links["lang"]}">{html.escape(links["label"])}</a></p>\n')
+    context["body"] = link + context["body"]
+
+
+class ChineseSearch(SearchChinese):
+    """Sphinx's Chinese search (words split by jieba) with a working JavaScript stemmer: Sphinx 9.0's
+    Chinese search ships the English stemmer for Latin words but names it ``ChineseStemmer`` in
+    language_data.js ("ChineseStemmer is not defined": the search page finds nothing)."""
+
+    language_name = "English"  # the name of the JavaScript stemmer, as Sphinx builds it
+
+
+def setup(app):
+    search_languages["zh"] = ChineseSearch
+    app.connect("builder-inited", read_language_links)
+    app.connect("html-page-context", add_language_link)

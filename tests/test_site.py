@@ -4,7 +4,10 @@ Searching for "deepcopy" finds the quick fix and the error index; every link bet
 heading on a page) resolves; every picture loads and each notebook page shows as many graph pictures
 as the notebook stores; a Predict answer stays hidden until its toggle is opened; every notebook page
 has Binder, Colab and JupyterHub launch buttons for its own path in the repository; widgets show their
-text; nothing is fetched from the network; the sidebar follows the course list.
+text; nothing is fetched from the network; the sidebar follows the course list. The Chinese book
+(OUT/zh-CN/, from README.zh-CN.md and the Chinese notebooks) is read too: every page of both books starts
+with a link to its twin in the other language, the link works both ways, and searching it in Chinese
+(jieba's words) finds its error index.
 
 `make test` builds a quick book (the quick fix, the first core lesson with a folded answer, the first
 exercise, every docs page); `make site-test` (GRAPHLEAF_BOOK=full) builds and reads the whole book.
@@ -233,3 +236,57 @@ def test_a_task_solution_stays_folded_until_opened(site, reader):
     assert not content.is_visible()
     solution.locator("summary").first.click()
     content.wait_for(state="visible", timeout=5_000)
+
+
+# --- the Chinese book --------------------------------------------------------------------------------
+
+def language_link(page: Path) -> Path:
+    """Where the link at the top of a built page leads."""
+    html = page.read_text(encoding="utf-8")
+    start = html.index('class="graphleaf-language-link" href="') + len('class="graphleaf-language-link" href="')
+    return (page.parent / html[start:html.index('"', start)]).resolve()
+
+
+def test_every_page_of_both_books_links_its_twin_in_the_other_language(site):
+    out, entries = site
+    chinese = out / book.ZH
+    english_pages, chinese_pages = book.pages(out), book.pages(chinese)
+    assert chinese / "index.html" in chinese_pages and chinese / "errors.html" in chinese_pages
+    assert set(chinese_pages) == {chinese / "index.html", chinese / "errors.html", *(
+        chinese / "notebooks" / book.ZH / Path(entry.path).with_suffix(".html")
+        for entry in book.chinese_entries(entries))}
+    for page in english_pages:
+        assert language_link(page) in chinese_pages, page
+    for page in chinese_pages:
+        assert language_link(page) in english_pages, page
+    assert language_link(out / "errors.html") == chinese / "errors.html"
+    assert language_link(chinese / "errors.html") == out / "errors.html"
+
+
+def test_the_language_link_leads_to_the_same_page_in_the_other_language(site, reader):
+    out, _ = site
+    reader.goto((out / "errors.html").as_uri())
+    link = reader.locator("a.graphleaf-language-link")
+    assert link.first.inner_text() == "简体中文"
+    link.first.click()
+    reader.wait_for_load_state("load")
+    assert Path(unquote(urlparse(reader.url).path)) == out / book.ZH / "errors.html"
+    assert reader.evaluate("() => document.documentElement.lang") == "zh-CN"
+    assert "刚遇到这个错误" in reader.inner_text("main")
+    reader.locator("a.graphleaf-language-link").first.click()
+    reader.wait_for_load_state("load")
+    assert Path(unquote(urlparse(reader.url).path)) == out / "errors.html"
+
+
+def test_searching_in_chinese_finds_the_chinese_error_index(site, reader):
+    out, _ = site
+    chinese = out / book.ZH
+    reader.goto((chinese / "index.html").as_uri())
+    reader.locator(".bd-sidebar-primary .search-button-field").click()
+    box = reader.locator('form.bd-search input[name="q"]')
+    box.fill("修复")  # one word to jieba, in the error index's header and fixes
+    box.press("Enter")
+    errors_page = (chinese / "errors.html").as_uri()
+    reader.wait_for_function(
+        "page => [...document.querySelectorAll('#search-results ul.search li a')].some(a => a.href.startsWith(page))",
+        arg=errors_page, timeout=30_000)

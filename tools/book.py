@@ -17,10 +17,18 @@ in the repository. Staging changes only the copies:
   picture); a link to a file that is not in the book points at it in the repository;
 - index.md: the README's opening and one table of contents per group; errors.md: the README's
   "I just hit this error" with the error index it keeps between its markers.
+
+The Chinese book is built beside it, into OUT/zh-CN/, with the same docs/conf.py (Sphinx's
+`language = "zh_CN"`; its search splits Chinese into words with jieba): index.md and errors.md from
+README.zh-CN.md ("刚遇到这个错误？"), and the Chinese twin of each notebook of the course list that has
+one (notebooks/zh-CN/). The deep dives and pages that are English only are in the English book. Every
+page of each book starts with a link to the same page in the other language (its index where the page
+has no twin there): each staging folder's language-links.json, read by docs/conf.py.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -36,9 +44,12 @@ import predict_prompts  # the one "Predict, then run" rule: which cells answer a
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 DOCS = ROOT / "docs"
+ZH = "zh-CN"  # the Chinese notebooks' folder, and the Chinese book's folder in the site
+LANGUAGE_LINKS = "language-links.json"  # docs/conf.py reads it from the staged sources
 
 GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course", "deep dive": "Deep dives",
                   "exercise": "Exercises"}
+GROUP_CAPTIONS_ZH = {"quick fix": "刚遇到这个错误？", "core": "核心课程", "deep dive": "深入专题", "exercise": "练习"}
 # docs/ pages by reader; a page not named here (a new one) goes with the maintainers' pages.
 DOC_SECTIONS = {
     "Using the suite": ["running", "windows", "api", "package-map", "glossary"],
@@ -165,8 +176,8 @@ class Links:
         return f"{self.base}/{kind}/main/{in_repository}" + (hash_ + anchor)
 
 
-def stage_notebook(entry: course_stats.Entry, links: Links, staging: Path) -> None:
-    source = f"notebooks/{entry.path}"
+def stage_notebook(source: str, links: Links, staging: Path) -> None:
+    """Stage the notebook at ``source`` (relative to the repository) for the book."""
     notebook = nbformat.read(ROOT / source, as_version=4)
     fold_answers_and_solutions(notebook)
     for cell in notebook.cells:
@@ -185,20 +196,21 @@ def readme_section(readme: str, heading: str) -> str:
     return readme[start:] if end < 0 else readme[start:end + 1]
 
 
-def error_index_page(readme: str) -> str:
+def error_index_page(readme: str, heading: str = "I just hit this error", name: str = "README.md") -> str:
     if readme.count(ERROR_INDEX_START) != 1 or readme.count(ERROR_INDEX_END) != 1:
-        raise SystemExit(f"README.md must keep its error index between one {ERROR_INDEX_START} and one "
+        raise SystemExit(f"{name} must keep its error index between one {ERROR_INDEX_START} and one "
                          f"{ERROR_INDEX_END} line")
-    section = readme_section(readme, "I just hit this error")
+    section = readme_section(readme, heading)
     if ERROR_INDEX_START not in section:
-        raise SystemExit("README.md's error index must sit in its '## I just hit this error' section")
+        raise SystemExit(f"{name}'s error index must sit in its '## {heading}' section")
     return section[1:]  # "# I just hit this error": the page's title
 
 
 def opening(readme: str) -> str:
     """The README's title, what the suite is, and its picture: everything before the first badge."""
     head = readme[:readme.index("\n## ")]
-    return head[:head.index("[![")].rstrip() + "\n"
+    badge = head.find("[![")
+    return (head if badge < 0 else head[:badge]).rstrip() + "\n"
 
 
 def toctree(caption: str, documents: list[str]) -> str:
@@ -233,7 +245,7 @@ def stage(staging: Path, entries: list[course_stats.Entry]) -> None:
     (staging / "index.md").write_text(links.rewrite(index_page(readme, entries, docs), "README.md"))
     (staging / "errors.md").write_text(links.rewrite(error_index_page(readme), "README.md"))
     for entry in entries:
-        stage_notebook(entry, links, staging)
+        stage_notebook(f"notebooks/{entry.path}", links, staging)
     (staging / "docs").mkdir(exist_ok=True)
     for names in docs.values():
         for name in names:
@@ -241,22 +253,88 @@ def stage(staging: Path, entries: list[course_stats.Entry]) -> None:
             (staging / source).write_text(links.rewrite((ROOT / source).read_text(encoding="utf-8"), source))
 
 
-def build(out: Path, only: list[str] | None = None) -> int:
-    """Stage the sources and build the book into ``out``; return the number of pages."""
-    staging = out.parent / f"{out.name}-src"
-    stage(staging, course(only))
+# --- the Chinese book -------------------------------------------------------------------------------
+
+def chinese_entries(entries: list[course_stats.Entry]) -> list[course_stats.Entry]:
+    """The notebooks of ``entries`` that have a Chinese twin."""
+    return [entry for entry in entries if (NOTEBOOKS / ZH / entry.path).is_file()]
+
+
+def chinese_index_page(readme: str, entries: list[course_stats.Entry]) -> str:
+    parts = [opening(readme), "本书收录套件中每个已有中文版的笔记本及其保存的输出，无需运行即可阅读。要运行某个笔记本，"
+             "请用其页面顶部的启动按钮（Binder、Colab、JupyterHub），或在[代码仓库](" + repository() + ")的克隆中运行 "
+             "`make lab`。尚未翻译的笔记本和维护者文档见英文版（每页顶部的 English 链接）。", ""]
+    for group, caption in GROUP_CAPTIONS_ZH.items():
+        documents = [f"notebooks/{ZH}/{entry.path}" for entry in entries if entry.group == group]
+        if group == "quick fix":
+            documents.insert(0, "查找你的错误信息 <errors>")
+        if documents:
+            parts.append(toctree(caption, documents))
+    return "\n".join(parts)
+
+
+def stage_chinese(staging: Path, entries: list[course_stats.Entry]) -> None:
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    pages = {f"notebooks/{ZH}/{entry.path}" for entry in entries}
+    links = Links(pages, staging, repository())
+    readme = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    (staging / "index.md").write_text(links.rewrite(chinese_index_page(readme, entries), "README.zh-CN.md"))
+    (staging / "errors.md").write_text(links.rewrite(
+        error_index_page(readme, "刚遇到这个错误？", "README.zh-CN.md"), "README.zh-CN.md"))
+    for entry in entries:
+        stage_notebook(f"notebooks/{ZH}/{entry.path}", links, staging)
+
+
+def write_language_links(staging: Path, label: str, lang: str, root: str, twins: dict[str, str]) -> None:
+    """What docs/conf.py puts at the top of each page: a link to ``twins[page]`` (the other book's
+    index where the page has no twin), ``root`` being the other book's root seen from this one's."""
+    (staging / LANGUAGE_LINKS).write_text(json.dumps(
+        {"label": label, "lang": lang, "root": root, "twins": twins}, ensure_ascii=False, indent=1))
+
+
+def page_twins(entries: list[course_stats.Entry], chinese: list[course_stats.Entry]) -> dict[str, str]:
+    """English page name -> Chinese page name, for the pages both books have."""
+    twins = {"index": "index", "errors": "errors"}
+    twins |= {f"notebooks/{Path(e.path).with_suffix('')}": f"notebooks/{ZH}/{Path(e.path).with_suffix('')}"
+              for e in chinese}
+    return twins
+
+
+def sphinx(staging: Path, out: Path, doctrees: Path, *options: str) -> None:
     if out.exists():
         shutil.rmtree(out)
     # -W: a warning (a broken link, a missing picture) fails the build; -E: no stale environment.
     subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-c", str(DOCS), "-W", "--keep-going", "-E",
-                    "-q", "-d", str(out.parent / f"{out.name}-doctrees"), str(staging), str(out)], check=True)
-    return len(pages(out))
+                    "-q", "-d", str(doctrees), *options, str(staging), str(out)],
+                   check=True)
+
+
+def build(out: Path, only: list[str] | None = None) -> int:
+    """Stage the sources and build the English book into ``out`` and the Chinese one into ``out/zh-CN``;
+    return the number of pages of both."""
+    entries = course(only)
+    chinese = chinese_entries(entries)
+    twins = page_twins(entries, chinese)
+    staging, chinese_staging = out.parent / f"{out.name}-src", out.parent / f"{out.name}-{ZH}-src"
+    stage(staging, entries)
+    write_language_links(staging, "简体中文", ZH, f"{ZH}/", twins)
+    stage_chinese(chinese_staging, chinese)
+    write_language_links(chinese_staging, "English", "en", "../", {zh: en for en, zh in twins.items()})
+    sphinx(staging, out, out.parent / f"{out.name}-doctrees")
+    sphinx(chinese_staging, out / ZH, out.parent / f"{out.name}-{ZH}-doctrees", "-D", "language=zh_CN")
+    return len(pages(out)) + len(pages(out / ZH))
 
 
 def pages(out: Path) -> list[Path]:
-    """The book's pages in ``out``: every notebook, docs page, index and the error index."""
-    return sorted(page for page in out.rglob("*.html")
-                  if "_static" not in page.relative_to(out).parts and page.name not in {"search.html", "genindex.html"})
+    """The book's pages in ``out``: every notebook, docs page, index and the error index (the Chinese
+    book in ``out/zh-CN`` is a book of its own)."""
+    def in_this_book(page: Path) -> bool:
+        parts = page.relative_to(out).parts
+        return "_static" not in parts and parts[0] != ZH and page.name not in {"search.html", "genindex.html"}
+
+    return sorted(filter(in_this_book, out.rglob("*.html")))
 
 
 def main(argv: list[str]) -> int:

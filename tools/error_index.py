@@ -1,7 +1,10 @@
 """Write the README's error index (between its markers) from the package's message constants.
 
-    python tools/error_index.py           rewrite the block in README.md
-    python tools/error_index.py --check   exit 1 if README.md's block differs from what the constants give
+    python tools/error_index.py           rewrite the block in README.md and in README.zh-CN.md
+    python tools/error_index.py --check   exit 1 if a README's block differs from what the constants give
+
+README.zh-CN.md's index is the same table in the package's Chinese (its catalogs): PyTorch's messages
+stay as PyTorch prints them, the lessons keep their file names.
 
 Each row: a message PyTorch raises (``graphleaf_edu.errors``), what to run, the fix in the words the
 notes use (``graphleaf_edu.messages``), and the lessons that explain it.
@@ -19,10 +22,25 @@ from graphleaf_edu import causes as C
 from graphleaf_edu import errors
 from graphleaf_edu import messages as M
 from graphleaf_edu.diagnose import find_nonleaf
+from graphleaf_edu.i18n import language, say, speaking
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+# Each README with an error index, and the language its index speaks.
+READMES = {README: "en", ROOT / "README.zh-CN.md": "zh-CN"}
 START, END = "<!-- error-index:start -->", "<!-- error-index:end -->"
 HEADER = ("the message", "run", "the fix, in one line", "explained in")
+# The index's own words (not the package's), in Chinese.
+CHINESE = {
+    HEADER: ("错误信息", "运行", "一行说清修复", "讲解（英文课程）"),
+    "; or ": "；或",
+    "the same message, for a module that uses `torch.nn.utils.weight_norm`":
+        "同一条信息，出现在用了 `torch.nn.utils.weight_norm` 的模块上",
+    "the same message, after `backward(create_graph=True)`": "同一条信息，出现在 `backward(create_graph=True)` 之后",
+    " with `batch_size=None` (or a DataLoader that never returns)": "，且 `batch_size=None`（或 DataLoader 一直不返回）",
+    "`detach()` or `detach().clone()`: {rule}.": "`detach()` 还是 `detach().clone()`：{rule}。",
+}
+CLONE_LINE = "`detach()` or `detach().clone()`: {rule}."
 WORKER = "`Caught RuntimeError in DataLoader worker process 0.` … "
 STACK_OUT = ("`stack(): functions with out=... arguments don't support automatic differentiation, "
              "but one of the arguments requires grad.`")
@@ -42,29 +60,36 @@ def rows() -> list[tuple[str, str, str, str]]:
     cowardly = f"`{errors.COWARDLY_MESSAGE.split('  ')[0]}`"
     dataset_fix = C.DATASET.fix
     return [
-        (graph_leaves, f"{M.INDEX_RUNNER}; or {M.INDEX_EXPLAIN_COPIED}",
-         f"{C.CACHED.fix}; {M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=C.ROOT_TENSOR.fix)}",
+        (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
+         f"{say(C.CACHED.fix)}; {M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
          "`quick_fix`; `00_start_here` §2; `01`, `02`"),
-        ("the same message, for a module that uses `torch.nn.utils.weight_norm`", M.INDEX_EXPLAIN_WEIGHT_NORM,
+        (words("the same message, for a module that uses `torch.nn.utils.weight_norm`"), say(M.INDEX_EXPLAIN_WEIGHT_NORM),
          M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), "deep dive `in_the_wild` §1"),
-        ("the same message, after `backward(create_graph=True)`", M.INDEX_EXPLAIN_GRAD, C.NONLEAF_GRAD.fix,
+        (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.NONLEAF_GRAD.fix),
          "deep dive `what_deepcopy_does` §2; deep dive `in_the_wild` §6"),
-        (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", M.INDEX_EXPLAIN_DATASET, dataset_fix,
+        (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", say(M.INDEX_EXPLAIN_DATASET), say(dataset_fix),
          "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
-        (f"{WORKER}{STACK_OUT}", M.INDEX_EXPLAIN_DATASET, M.INDEX_SAME_FIX, "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
-        (cowardly, f"{M.INDEX_RUNNER}; or {M.INDEX_EXPLAIN_SENT}",
-         f"{M.SEND_FIX}; {M.INDEX_FOR_A_DATASET}",
+        (f"{WORKER}{STACK_OUT}", say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SAME_FIX), "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
+        (cowardly, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_SENT)}",
+         f"{say(M.SEND_FIX)}; {say(M.INDEX_FOR_A_DATASET)}",
          "`03_dataloader_workers`; deep dive `dataloader_workers`, \"Why: `torch.multiprocessing`'s pickler\"; deep dive `in_the_wild` §7"),
-        ("`DataLoader timed out after N seconds` with `batch_size=None` (or a DataLoader that never returns)",
-         M.INDEX_EXPLAIN_DATASET, M.INDEX_SEE_THE_ERROR,
+        ("`DataLoader timed out after N seconds`" + words(" with `batch_size=None` (or a DataLoader that never returns)"),
+         say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SEE_THE_ERROR),
          "deep dive `dataloader_workers`, \"`batch_size=None`\""),
     ]
 
 
-def block() -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "| " + " | ".join("---" for _ in HEADER) + " |"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows()]
-    return "\n".join([*lines, "", f"`detach()` or `detach().clone()`: {M.CLONE_RULE}."])
+def words(english):
+    """The index's own words in the language spoken: English, or their Chinese (``CHINESE``)."""
+    return english if language() == "en" else CHINESE[english]
+
+
+def block(lang: str = "en") -> str:
+    with speaking(lang):
+        header = words(HEADER)
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows()]
+        return "\n".join([*lines, "", words(CLONE_LINE).format(rule=say(M.CLONE_RULE))])
 
 
 def with_block(readme: str, text: str) -> str:
@@ -78,17 +103,21 @@ def with_block(readme: str, text: str) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only check that README.md is up to date")
+    parser.add_argument("--check", action="store_true", help="only check that each README is up to date")
     args = parser.parse_args(argv)
-    current = README.read_text()
-    wanted = with_block(current, block())
-    if args.check:
-        if current != wanted:
-            print("README.md's error index differs from the message constants: run `make error-index`")
-            return 1
-        return 0
-    README.write_text(wanted)
-    print("wrote the error index in README.md")
+    stale = []
+    for readme, lang in READMES.items():
+        current = readme.read_text(encoding="utf-8")
+        wanted = with_block(current, block(lang))
+        if current == wanted:
+            continue
+        stale.append(readme.name)
+        if not args.check:
+            readme.write_text(wanted, encoding="utf-8")
+            print(f"wrote the error index in {readme.name}")
+    if args.check and stale:
+        print(f"the error index of {', '.join(stale)} differs from the message constants: run `make error-index`")
+        return 1
     return 0
 
 
