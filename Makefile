@@ -74,6 +74,10 @@ notebooks: setup
 STUDENT_TREE ?= build/student-tree
 student: setup
 	$(PY) -m graphleaf_edu.exercises student instructor/exercises notebooks/exercises
+	@# the Chinese student copies, from the Chinese solution copies; each then records the English student
+	@# copy it translates (tools/twin_sync.py: the solution copies are held to their English twins)
+	$(PY) -m graphleaf_edu.exercises student instructor/exercises/zh-CN notebooks/zh-CN/exercises
+	$(PY) tools/twin_sync.py --stamp notebooks/zh-CN/exercises/*.ipynb
 	$(PY) tools/student_tree.py $(STUDENT_TREE) $(if $(REPO),--repository $(REPO))
 
 bench: setup

@@ -7,8 +7,18 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
+ZH = "zh-CN"  # the Chinese twins' folder: tests/test_twin_sync.py holds them to their English notebooks
+
+
 def all_notebooks() -> list[Path]:
-    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    """Every English notebook under notebooks/ (the Chinese twins under notebooks/zh-CN/ are not listed)."""
+    return sorted(p for p in NOTEBOOKS.rglob("*.ipynb")
+                  if ".ipynb_checkpoints" not in p.parts and p.relative_to(NOTEBOOKS).parts[0] != ZH)
+
+
+def chinese_notebooks() -> list[Path]:
+    """The Chinese twins under notebooks/zh-CN/."""
+    return sorted(p for p in (NOTEBOOKS / ZH).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
 def lessons() -> list[Path]:

@@ -7,6 +7,7 @@ import pytest
 from notebook_files import (
     ROOT,
     all_notebooks,
+    chinese_notebooks,
     code_cells,
     deep_dives,
     lessons,
@@ -41,7 +42,7 @@ def test_every_notebook_is_collected_by_nbval():
         capture_output=True, text=True, cwd=ROOT, check=False,
     ).stdout
     collected = {line.split("::")[0] for line in listed.splitlines() if "::Cell" in line}
-    expected = {str(p.relative_to(ROOT)) for p in all_notebooks()}
+    expected = {str(p.relative_to(ROOT)) for p in [*all_notebooks(), *chinese_notebooks()]}
     assert expected, "no notebooks found"
     assert collected == expected, f"not collected by nbval: {sorted(expected - collected)}"
 
