@@ -93,6 +93,15 @@ def test_a_widget_tasks_solution_sits_under_a_folded_solution_heading(path):
             assert heading.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
 
 
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
+def test_a_solution_heading_holds_nothing_but_its_heading(path):
+    """JupyterLab folds the cells under a collapsed heading, never the heading cell's own text."""
+    for cell in read(path).cells:
+        first, _, rest = cell.source.partition("\n")
+        if cell.cell_type == "markdown" and first.startswith("#") and first.endswith("Solution"):
+            assert not rest.strip(), f"this shows while the heading is folded: move it to a cell below:\n{cell.source}"
+
+
 @pytest.mark.parametrize("name", ["00_start_here.ipynb", "deep_dives/leaves_and_grad_fn.ipynb"])
 def test_the_playgrounds_list_of_things_to_try_holds_no_solution(name):
     import graphleaf_edu as gl
