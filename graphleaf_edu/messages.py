@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from graphleaf_edu.i18n import N_, say
 
-__all__ = ["say"]
+__all__ = ["CLONE_RULE", "say"]
 
 
 # --- detach() or detach().clone(): the one rule ------------------------------------------------------
