@@ -21,6 +21,15 @@ def chinese_notebooks() -> list[Path]:
     return sorted(p for p in (NOTEBOOKS / ZH).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
+# The heading a task's folded solution sits under, in English and in the Chinese twins ("### Solution", "### 答案").
+SOLUTION_HEADINGS = ("Solution", "答案")
+
+
+def is_solution_heading(cell: nbformat.NotebookNode) -> bool:
+    first = cell.source.split("\n", 1)[0]
+    return cell.cell_type == "markdown" and first.startswith("#") and first.endswith(SOLUTION_HEADINGS)
+
+
 def lessons() -> list[Path]:
     """The core: the numbered lessons directly under notebooks/, in reading order."""
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

@@ -9,7 +9,7 @@ import sys
 import tokenize
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, read
+from notebook_files import NOTEBOOKS, ROOT, is_solution_heading, read
 
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats
@@ -17,11 +17,14 @@ import predict_prompts
 
 EVERY_NOTEBOOK = sorted(p for folder in (NOTEBOOKS, ROOT / "instructor") for p in folder.rglob("*.ipynb")
                         if ".ipynb_checkpoints" not in p.parts)
+# The same words in the Chinese twins (notebooks/zh-CN/): fails, errs, succeeds, cannot, (non-)leaf.
+CHINESE_OUTCOMES = r"失败|报错|出错|错误|成功|无法|不能|不可以|可以|是叶子|非叶子"
 # What a folded output's one visible line must not say: it would answer the question.
-GIVES_AWAY = re.compile(r"\b(True|False|raises?|raised|works?|worked|fails?|failed|\w+Error|Traceback)\b|is_leaf=|grad_fn=")
+GIVES_AWAY = re.compile(r"\b(True|False|raises?|raised|works?|worked|fails?|failed|\w+Error|Traceback)\b|is_leaf=|grad_fn="
+                        rf"|{CHINESE_OUTCOMES}")
 # A comment in an answer cell that tells the outcome before the cell runs.
 OUTCOME_COMMENT = re.compile(r"\b(raises?|raised|fails?|failed|works?|worked|succeeds?|non-leaf|a leaf|cannot|can't"
-                             r"|\w+Error)\b|(?<![=\w])(True|False)\b")
+                             rf"|\w+Error)\b|(?<![=\w])(True|False)\b|{CHINESE_OUTCOMES}")
 TASK_BY_NAME = re.compile(r'\btask="([^"]+)"')
 SOLUTION_CHECK = re.compile(r"\bTASKS\[['\"][^'\"]+['\"]\]\.done\(")
 
@@ -42,6 +45,16 @@ def test_the_prompt_finder_finds_the_courses_prompts():
               for p in EVERY_NOTEBOOK}
     assert sum(counts.values()) >= 60, counts
     assert sum(1 for _ in predict_prompts.answer_cells(read(NOTEBOOKS / "00_start_here.ipynb"))) >= 2
+
+
+def test_a_chinese_twin_asks_by_the_same_rule():
+    asked = "**预测**：`spawn` worker 在哪里报错？"
+    assert predict_prompts.prompts(f"先运行上面的单元。\n\n{asked}\n") == [asked]
+    assert predict_prompts.well_formed(asked) and predict_prompts.well_formed("**预测**：打印什么?")
+    assert not predict_prompts.well_formed("**预测**：它会报错。"), "a prompt asks a question"
+    assert predict_prompts.prompts("预测：哪一个？") == ["预测：哪一个？"], "an unbolded prompt is still found"
+    assert predict_prompts.prompts("**先预测，再运行。** 对每个张量预测三件事。") == [], \
+        "neither the convention's name nor the ordinary verb is a prompt"
 
 
 @pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
@@ -84,12 +97,12 @@ def test_a_widget_tasks_solution_sits_under_a_folded_solution_heading(path):
         names = TASK_BY_NAME.findall(cells[index].source)
         assert names and set(names) <= set(TASKS), f"give the task by its name in graphleaf_edu.views.TASKS:\n{cells[index].source}"
         after = next(c for c in cells[index + 1:] if c.cell_type == "markdown" and c.source.startswith("#"))
-        assert after.source.split("\n", 1)[0].endswith("Solution"), f"no Solution heading after the task:\n{cells[index].source}"
+        assert is_solution_heading(after), f"no Solution heading after the task:\n{cells[index].source}"
         assert after.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
     for index, cell in enumerate(cells):
         if cell.cell_type == "code" and SOLUTION_CHECK.search(cell.source):
             heading = heading_before(index)
-            assert heading.source.split("\n", 1)[0].endswith("Solution"), f"solution outside a Solution heading:\n{cell.source}"
+            assert is_solution_heading(heading), f"solution outside a Solution heading:\n{cell.source}"
             assert heading.metadata.get("jp-MarkdownHeadingCollapsed") is True, "the Solution heading is not folded"
 
 
@@ -97,8 +110,8 @@ def test_a_widget_tasks_solution_sits_under_a_folded_solution_heading(path):
 def test_a_solution_heading_holds_nothing_but_its_heading(path):
     """JupyterLab folds the cells under a collapsed heading, never the heading cell's own text."""
     for cell in read(path).cells:
-        first, _, rest = cell.source.partition("\n")
-        if cell.cell_type == "markdown" and first.startswith("#") and first.endswith("Solution"):
+        rest = cell.source.partition("\n")[2]
+        if is_solution_heading(cell):
             assert not rest.strip(), f"this shows while the heading is folded: move it to a cell below:\n{cell.source}"
 
 

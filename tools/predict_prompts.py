@@ -1,6 +1,7 @@
 """The "Predict, then run" rule, in one place: what a prompt is, which cells answer it, how they fold.
 
-A prompt is a Markdown cell that asks ``**Predict**:`` followed by a question. Its *answer cells* are
+A prompt is a Markdown cell that asks ``**Predict**:`` followed by a question (in a Chinese twin,
+``**预测**：`` and a question, ending ``？`` or ``?``). Its *answer cells* are
 the code cells after it, up to the next Markdown cell. An answer cell stores its outputs folded
 (``metadata.jupyter.outputs_hidden`` and ``collapsed``, which JupyterLab honours on load), and
 JupyterLab's folded placeholder shows the first non-empty line of the first output, so that line must
@@ -16,11 +17,14 @@ from collections.abc import Iterator
 
 import nbformat
 
-PROMPT = "**Predict**:"
+# How a prompt starts, in English and in the Chinese twins (notebooks/zh-CN/).
+PROMPTS = ("**Predict**:", "**预测**：")
+QUESTION_MARKS = ("?", "？")
 # The convention's own name (00 · Start here explains it); every other "Predict" asks a question.
-CONVENTION_NAME = "**Predict, then run.**"
+CONVENTION_NAMES = ("**Predict, then run.**", "**先预测，再运行。**")
 _LINK_TEXT = re.compile(r"\[[^\]]*\]\([^)]*\)")
-_MENTION = re.compile(r"(?:\*\*)?\bPredict\b")
+# "Predict" as a word; in Chinese, where 预测 is also an ordinary verb, the bold word or 预测 before a colon.
+_MENTION = re.compile(r"(?:\*\*)?\bPredict\b|\*\*预测\*\*|预测[:：]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TAG = re.compile(r"<[^>]+>")
 # The order in which JupyterLab's folded placeholder picks a mime type (cells/src/widget.ts).
@@ -30,7 +34,10 @@ _PLACEHOLDER_MIME_ORDER = ("text/html", "image/svg+xml", "application/pdf", "tex
 def _prose(markdown: str) -> str:
     """The markdown without headings, link texts and the convention's name: where prompts are asked."""
     lines = [line for line in markdown.split("\n") if not line.lstrip().startswith("#")]
-    return _LINK_TEXT.sub("", "\n".join(lines)).replace(CONVENTION_NAME, "")
+    prose = _LINK_TEXT.sub("", "\n".join(lines))
+    for name in CONVENTION_NAMES:
+        prose = prose.replace(name, "")
+    return prose
 
 
 def prompts(markdown: str) -> list[str]:
@@ -42,8 +49,9 @@ def prompts(markdown: str) -> list[str]:
 
 
 def well_formed(prompt: str) -> bool:
-    """``**Predict**:`` followed by a question (a question mark before the paragraph ends)."""
-    return prompt.startswith(PROMPT) and "?" in prompt[len(PROMPT):]
+    """``**Predict**:`` (``**预测**：``) followed by a question (a question mark before the paragraph ends)."""
+    start = next((start for start in PROMPTS if prompt.startswith(start)), None)
+    return start is not None and any(mark in prompt[len(start):] for mark in QUESTION_MARKS)
 
 
 def is_prompt(cell: nbformat.NotebookNode) -> bool:
