@@ -30,6 +30,16 @@ def is_solution_heading(cell: nbformat.NotebookNode) -> bool:
     return cell.cell_type == "markdown" and first.startswith("#") and first.endswith(SOLUTION_HEADINGS)
 
 
+def chinese_twin(path: Path) -> Path:
+    """Where the Chinese twin of an English notebook under notebooks/ lies (``notebooks/zh-CN/<same path>``)."""
+    return NOTEBOOKS / ZH / path.relative_to(NOTEBOOKS)
+
+
+def chinese_twins(paths: list[Path]) -> list[Path]:
+    """The Chinese twins of these English notebooks that exist so far, in the same order."""
+    return [twin for twin in map(chinese_twin, paths) if twin.is_file()]
+
+
 def lessons() -> list[Path]:
     """The core: the numbered lessons directly under notebooks/, in reading order."""
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

@@ -119,3 +119,22 @@ def test_only_keeps_the_named_notebooks_and_refuses_unknown_ones():
     assert [entry.path for entry in book.course(["quick_fix.ipynb"])] == ["quick_fix.ipynb"]
     with pytest.raises(SystemExit, match="not in notebooks/course.toml"):
         book.course(["nope.ipynb"])
+
+
+def test_the_colab_badge_goes_in_either_language_and_nothing_else_does():
+    url = "https://colab.research.google.com/github/o/n/blob/v1/notebooks/zh-CN/00_start_here.ipynb"
+    header = ("# 00 · 从这里开始\n\n说明文字\n\n"
+              f"[![在 Colab 中打开](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n"
+              f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n"
+              "[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/o/n/main)\n")
+    assert book.COLAB_BADGE.sub("", header) == (
+        "# 00 · 从这里开始\n\n说明文字\n\n[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/o/n/main)\n")
+
+
+def test_the_chinese_book_stages_every_chinese_twin_without_its_badge(tmp_path):
+    chinese = book.chinese_entries(book.course())
+    assert chinese, "notebooks/zh-CN/ holds a twin of a course notebook"
+    book.stage_chinese(tmp_path, chinese)
+    for entry in chinese:
+        staged = read(tmp_path / "notebooks" / book.ZH / entry.path)
+        assert "colab-badge.svg" not in "".join(c.source for c in staged.cells), entry.path

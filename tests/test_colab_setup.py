@@ -11,10 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, code_cells, deep_dives, lessons, read
+from notebook_files import NOTEBOOKS, ROOT, chinese_twins, code_cells, deep_dives, lessons, read
 
 sys.path.insert(0, str(ROOT / "tools"))
-import release  # a maintainer module, imported from tools/
+import release  # maintainer modules, imported from tools/
+import stamp_notebooks
 
 REPOSITORY, TAG = release.repository(), release.tag()
 BOOTSTRAP, SETUP = (cell.source for cell in code_cells(read(ROOT / "notebooks" / "00_start_here.ipynb"))[:2])
@@ -64,8 +65,30 @@ def test_the_install_line_is_one_line():
     assert release.install_requirement(REPOSITORY, TAG) in lines[0], "the install line names the release tag"
 
 
-@pytest.mark.parametrize("path", [*lessons(), *deep_dives()], ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+LESSONS = [*lessons(), *deep_dives()]
+
+
+@pytest.mark.parametrize("path", [*LESSONS, *chinese_twins(LESSONS)], ids=lambda p: str(p.relative_to(NOTEBOOKS)))
 def test_every_lesson_opens_in_colab_from_its_own_header(path):
+    """A Chinese twin's badge opens the Chinese notebook (not its English twin), labelled in Chinese."""
     owner_and_name = REPOSITORY.removeprefix("https://github.com/")
-    badge = f"(https://colab.research.google.com/github/{owner_and_name}/blob/{TAG}/notebooks/{path.relative_to(NOTEBOOKS).as_posix()})"
-    assert badge in read(path).cells[0].source
+    url = f"https://colab.research.google.com/github/{owner_and_name}/blob/{TAG}/notebooks/{path.relative_to(NOTEBOOKS).as_posix()}"
+    label = "在 Colab 中打开" if path.relative_to(NOTEBOOKS).parts[0] == "zh-CN" else "Open In Colab"
+    badges = [line for line in read(path).cells[0].source.splitlines() if "colab-badge.svg" in line]
+    assert badges == [f"[![{label}](https://colab.research.google.com/assets/colab-badge.svg)]({url})"], (
+        f"run tools/stamp_notebooks.py {path.relative_to(ROOT)}")
+
+
+def test_the_colab_badge_of_a_chinese_twin_is_stamped_with_its_own_path():
+    """What tools/stamp_notebooks.py does to a twin copied from its English lesson, badge and all."""
+    english = read(ROOT / "notebooks" / "00_start_here.ipynb")
+    chinese = ROOT / "notebooks" / "zh-CN" / "00_start_here.ipynb"
+    stamp_notebooks.colab_badge(english, chinese)
+    header = english.cells[0].source
+    assert header.count("colab-badge.svg") == 1
+    assert header.endswith(f"[![在 Colab 中打开]({stamp_notebooks.COLAB_BADGE})]("
+                           f"{release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, 'notebooks/zh-CN/00_start_here.ipynb')})")
+    exercise = read(ROOT / "notebooks" / "zh-CN" / "exercises" / "ex1_leaf_flags.ipynb")
+    before = exercise.cells[0].source
+    stamp_notebooks.colab_badge(exercise, ROOT / "notebooks" / "zh-CN" / "exercises" / "ex1_leaf_flags.ipynb")
+    assert exercise.cells[0].source == before, "exercises carry no badge, in either language"

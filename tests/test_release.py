@@ -17,7 +17,7 @@ import tomllib
 import nbformat
 import pytest
 from fresh_venv import make_venv, python, torch_layer
-from notebook_files import ROOT, lessons, read
+from notebook_files import ROOT, chinese_twins, lessons, read
 from packaging.requirements import Requirement
 from test_colab_setup import run_setup_cell
 
@@ -63,8 +63,8 @@ def test_every_install_of_the_suite_is_the_release_tag():
         for match in release.INSTALL.finditer(text):
             installs += 1
             assert match.group(0) == PINNED, f"{name}: {match.group(0)} (run tools/stamp_notebooks.py)"
-    for path in lessons():
-        assert any(PINNED in cell.source for cell in read(path).cells), f"{path.name} installs no release"
+    for path in [*lessons(), *chinese_twins(lessons())]:
+        assert any(PINNED in cell.source for cell in read(path).cells), f"{path.relative_to(ROOT)} installs no release"
     assert installs >= len(lessons())
 
 

@@ -1,4 +1,5 @@
 """`make student`'s student-only tree: what a class publishes holds no solution and no hidden test."""
+import re
 import subprocess
 import sys
 
@@ -88,6 +89,10 @@ def test_make_student_repo_writes_the_class_address_into_badges_and_installs(cla
             installs += text.count(release.install_requirement(CLASS_REPOSITORY, TAG))
             badges += text.count(f"colab.research.google.com/github/{ours}/blob/{TAG}/")
     assert installs >= len(list((class_tree / "notebooks").glob("[0-9][0-9]_*.ipynb"))) and badges
+    for path in sorted((class_tree / "notebooks").rglob("*.ipynb")):  # each badge opens its own notebook
+        own = f"colab.research.google.com/github/{ours}/blob/{TAG}/{path.relative_to(class_tree).as_posix()})"
+        opened = re.findall(r"colab\.research\.google\.com/github/[^)\s\"]+\)", path.read_text(encoding="utf-8"))
+        assert set(opened) <= {own}, path
     assert release.repository(class_tree) == CLASS_REPOSITORY
     assert student_tree.leaked_answers(class_tree) == []
 

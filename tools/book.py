@@ -57,7 +57,8 @@ DOC_SECTIONS = {
     "For maintainers": ["contributing", "releasing", "moving-torch", "translating", "benchmarks", "gpu-run"],
 }
 ERROR_INDEX_START, ERROR_INDEX_END = "<!-- error-index:start -->", "<!-- error-index:end -->"
-COLAB_BADGE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[ \t]*\n?", re.MULTILINE)
+# The "Open in Colab" badge, whatever its label's language (tools/stamp_notebooks.py writes it).
+COLAB_BADGE = re.compile(r"^\[!\[[^\]]*\]\([^)]*colab-badge\.svg\)\]\([^)]*\)[ \t]*\n?", re.MULTILINE)
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")
 PICTURE = (".svg", ".png", ".jpg", ".jpeg", ".gif")
 HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)

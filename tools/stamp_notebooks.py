@@ -8,8 +8,9 @@
 - every install of the suite, in whatever cell and shape it stands (found by ``release.INSTALL``), is
   the release tag, ``graphleaf-edu @ git+<repository>@v<version>``, never a branch;
 - a header's "**Verified with**: torch X.Y" names the supported torch (``[tool.graphleaf-edu]``);
-- every lesson's header (the core's and the deep dives') ends with an "Open in Colab" badge that opens the
-  lesson at the release tag;
+- every lesson's header (the core's and the deep dives', and their Chinese twins' under ``zh-CN/``) ends
+  with an "Open in Colab" badge that opens that notebook itself at the release tag (a Chinese twin's badge
+  opens the Chinese notebook and says so in Chinese);
 - every code cell that answers a **Predict** prompt stores its outputs folded (``predict_prompts``).
 
     .venv/bin/python tools/stamp_notebooks.py            # every notebook git tracks
@@ -28,12 +29,14 @@ from pathlib import Path
 
 import nbformat
 import release
+import twin_sync
 from predict_prompts import fold_answers
 
 ROOT = release.ROOT
 REPOSITORY = release.repository()
 TAG = release.tag()
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+BADGE_LABEL = {"en": "Open In Colab", twin_sync.ZH: "在 Colab 中打开"}
 INSTALL_WHERE_MISSING = f"""try:
     import graphleaf_edu as gl
 except ModuleNotFoundError:  # e.g. on Colab: install the package and Graphviz's dot (once, about a minute)
@@ -68,13 +71,21 @@ def verified_torch(notebook: nbformat.NotebookNode, path: Path) -> None:
         header.source = release.VERIFIED_WITH.sub(rf"\g<1>{release.major_minor(release.torch())}", header.source)
 
 
+def english_place(path: Path) -> Path:
+    """Where ``path`` lies in the English course: a Chinese twin's English twin, else ``path`` itself."""
+    in_chinese = any(path.is_relative_to(folder / twin_sync.ZH) for folder in twin_sync.TWIN_FOLDERS)
+    return twin_sync.twin_of(path) if in_chinese else path
+
+
 def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
-    core = re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name) and path.parent == ROOT / "notebooks"
-    if not core and path.parent != ROOT / "notebooks" / "deep_dives":
+    lesson = english_place(path)
+    core = re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", lesson.name) and lesson.parent == ROOT / "notebooks"
+    if not core and lesson.parent != ROOT / "notebooks" / "deep_dives":
         return
     header = notebook.cells[0]
     url = release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, path.relative_to(ROOT).as_posix())
-    badge = f"[![Open In Colab]({COLAB_BADGE})]({url})"
+    label = BADGE_LABEL[twin_sync.ZH if lesson != path else "en"]
+    badge = f"[![{label}]({COLAB_BADGE})]({url})"
     kept = [line for line in header.source.rstrip("\n").split("\n") if COLAB_BADGE not in line]
     while kept and not kept[-1].strip():
         kept.pop()
