@@ -15,7 +15,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
-from notebook_files import ROOT, code_cells, read
+from notebook_files import ROOT, ZH, code_cells, read
 from torch import nn
 
 import graphleaf_edu as gl
@@ -24,6 +24,8 @@ from graphleaf_edu.graphs import AutogradGraph
 
 SOURCES = ROOT / "instructor" / "exercises"
 STUDENT = ROOT / "notebooks" / "exercises"
+# the Chinese twins of both copies (tools/twin_sync.py holds them to the English ones)
+SOURCES_ZH, STUDENT_ZH = SOURCES / ZH, ROOT / "notebooks" / ZH / "exercises"
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.MULTILINE | re.DOTALL)
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS\n(.*?)^[ \t]*### END HIDDEN TESTS\n?", re.MULTILINE | re.DOTALL)
 
@@ -638,6 +640,19 @@ def source_notebooks():
     return sorted(SOURCES.glob("*.ipynb"))
 
 
+def every_source_notebook():
+    """The solution copies in both languages."""
+    return [*source_notebooks(), *sorted(SOURCES_ZH.glob("*.ipynb"))]
+
+
+def student_copy_of(source):
+    return (STUDENT_ZH if source.parent == SOURCES_ZH else STUDENT) / source.name
+
+
+def shown(path):
+    return path.relative_to(SOURCES).as_posix()
+
+
 def test_there_are_six_exercises_with_checks():
     assert len(source_notebooks()) >= 6
     for path in source_notebooks():
@@ -645,7 +660,7 @@ def test_there_are_six_exercises_with_checks():
         assert graded and all("exercises.check_" in c.source for c in graded), path.name
 
 
-@pytest.mark.parametrize("path", source_notebooks(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", every_source_notebook(), ids=shown)
 def test_nbgrader_can_take_the_source_notebook_unchanged(path):
     from nbgrader.nbgraderformat import MetadataValidator
 
@@ -673,6 +688,24 @@ def test_make_student_writes_exactly_the_committed_copies(tmp_path):
     assert generated == committed, "student copies drifted from instructor/exercises: run `make student`"
 
 
+def test_make_student_writes_exactly_the_committed_chinese_copies(tmp_path):
+    """`make student` writes the Chinese student copies from the Chinese solution copies too; each then
+    records the English student copy it translates (tools/twin_sync.py --stamp), a record set aside here."""
+    subprocess.run([sys.executable, "-m", "graphleaf_edu.exercises", "student", str(SOURCES_ZH), str(tmp_path)],
+                   check=True, cwd=ROOT, capture_output=True)
+
+    def unstamped(path):
+        notebook = read(path)
+        for cell in notebook.cells:
+            cell.metadata.pop("translation", None)
+        return notebook
+
+    generated = {p.name: unstamped(p) for p in tmp_path.glob("*.ipynb")}
+    committed = {p.name: unstamped(p) for p in STUDENT_ZH.glob("*.ipynb")}
+    assert sorted(generated) == sorted(p.name for p in SOURCES_ZH.glob("*.ipynb"))
+    assert generated == committed, "Chinese student copies drifted from instructor/exercises/zh-CN: run `make student`"
+
+
 def solution_lines(notebook):
     """Lines of the solution regions and solution cells that appear nowhere else in the notebook."""
     regions, elsewhere = [], []
@@ -687,9 +720,9 @@ def solution_lines(notebook):
     return {line for line in lines if line and line not in "\n".join(elsewhere)}
 
 
-@pytest.mark.parametrize("path", source_notebooks(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", every_source_notebook(), ids=shown)
 def test_a_student_copy_has_no_solution_no_hidden_test_and_no_output(path):
-    source, student = read(path), read(STUDENT / path.name)
+    source, student = read(path), read(student_copy_of(path))
     text = "\n".join(cell.source for cell in student.cells)
     answers = solution_lines(source)
     assert answers, "the source notebook has solutions to hide"
