@@ -1,12 +1,14 @@
 """The course as a student meets it: time budgets, short errors, answers hidden until run, links out."""
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from notebook_files import (
     NOTEBOOKS,
     ROOT,
     all_notebooks,
+    chinese_notebooks,
     code_cells,
     deep_dives,
     lessons,
@@ -154,6 +156,7 @@ def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):
 # The one course list (notebooks/course.toml): 00's map, the previous/next links, course_stats and the
 # book's sidebar read it; these tests keep it in step with the notebooks.
 COURSE = course_stats.course(NOTEBOOKS)
+ZH_NOTEBOOKS = NOTEBOOKS / course_stats.ZH
 
 
 def test_the_course_lists_every_notebook_once():
@@ -161,6 +164,8 @@ def test_the_course_lists_every_notebook_once():
     assert len(listed) == len(set(listed)), "a notebook is listed twice in course.toml"
     on_disk = [p.relative_to(NOTEBOOKS).as_posix() for p in all_notebooks()]
     assert sorted(listed) == sorted(on_disk), "course.toml and notebooks/ differ"
+    chinese = [p.relative_to(ZH_NOTEBOOKS).as_posix() for p in chinese_notebooks()]
+    assert set(chinese) <= set(listed), "a notebook in notebooks/zh-CN/ translates none of the course"
 
 
 @pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)
@@ -192,10 +197,13 @@ def test_the_core_is_the_numbered_lessons_and_the_deep_dives_their_folder():
     assert [e.path for e in COURSE if e.group == "quick fix"] == ["quick_fix.ipynb"]
 
 
-def test_00s_map_is_the_course_list():
-    source = next(c.source for c in read(NOTEBOOKS / course_stats.MAP_NOTEBOOK).cells if course_stats.MAP_START in c.source)
+@pytest.mark.parametrize(("path", "expected"), course_stats.maps(NOTEBOOKS).items(),
+                         ids=lambda v: lesson_id(v) if isinstance(v, Path) else "map")
+def test_00s_map_is_the_course_list(path, expected):
+    """00's map, and the Chinese 00's (in the Chinese titles, linking each Chinese twin that exists)."""
+    source = next(c.source for c in read(path).cells if course_stats.MAP_START in c.source)
     shown = source.split(course_stats.MAP_START, 1)[1].split(course_stats.MAP_END, 1)[0].strip("\n")
-    assert shown == course_stats.course_map(COURSE), "run: python tools/course_stats.py --update"
+    assert shown == expected, "run: python tools/course_stats.py --update"
 
 
 CORE = [entry for entry in COURSE if entry.group == "core"]
@@ -228,6 +236,99 @@ def test_each_exercise_names_the_lesson_it_follows_as_its_prerequisite(entry, fo
     header = read(ROOT / folder / entry.path).cells[0].source
     prerequisites = next(line for line in header.splitlines() if line.startswith("**Prerequisites**"))
     assert f"](../../notebooks/{entry.after})" in prerequisites, prerequisites
+
+
+# The Chinese course (issue 29): the same list in Chinese words (title_zh, summary_zh). A notebook's
+# Chinese twin is notebooks/zh-CN/<its path>; the twins land one by one, so each rule holds the twins
+# that exist, and a Chinese notebook links the English notebook, marked （英文）, until its twin lands.
+TWINS = course_stats.chinese_twins(NOTEBOOKS)
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+NOTEBOOK_LINK = re.compile(r"\[([^\]]*)\]\(([^)#\s]+\.ipynb)(?:#[^)\s]*)?\)")
+
+
+def chinese_link(entry, folder=""):
+    """How a Chinese notebook in ``zh-CN/folder`` links ``entry``: its twin, or the English notebook."""
+    up = "../" * len(Path(folder).parts)
+    return f"{up}{entry.path}" if entry.path in TWINS else f"{up}../{entry.path}"
+
+
+@pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)
+def test_every_notebook_of_the_course_has_a_chinese_title_and_summary(entry):
+    assert CHINESE.search(entry.title_zh or "") and CHINESE.search(entry.summary_zh or ""), \
+        f"{entry.path}: course.toml needs title_zh and summary_zh (the Chinese 00's map shows them)"
+    number = re.match(r"(\d\d) · |Exercise (\d+) · |(Deep dive) · ", entry.title)
+    if number:
+        prefix = {1: f"{number[1]} · ", 2: f"练习 {number[2]} · ", 3: "深入专题 · "}[number.lastindex]
+        assert entry.title_zh.startswith(prefix), f"{entry.path}: title_zh starts with {prefix!r}"
+
+
+def chinese_copies(entry):
+    """The Chinese notebooks of ``entry``: its twin, and an exercise's solution copy."""
+    solution = [ROOT / "instructor" / "exercises" / course_stats.ZH / Path(entry.path).name]
+    return [ZH_NOTEBOOKS / entry.path, *(solution if entry.group == "exercise" else [])]
+
+
+def copy_id(value):
+    return value.path if hasattr(value, "path") else value.relative_to(ROOT).as_posix()
+
+
+TRANSLATED = [(entry, path) for entry in COURSE if entry.path in TWINS for path in chinese_copies(entry)]
+
+
+@pytest.mark.parametrize(("entry", "path"), TRANSLATED, ids=copy_id)
+def test_a_chinese_twins_first_heading_is_its_chinese_title(entry, path):
+    assert read(path).cells[0].source.splitlines()[0] == f"# {entry.title_zh}", \
+        f"{path.relative_to(ROOT)}: its first heading is title_zh of notebooks/course.toml"
+
+
+CHINESE_CORE = [index for index, entry in enumerate(CORE) if entry.path in TWINS]
+
+
+@pytest.mark.parametrize("index", CHINESE_CORE, ids=lambda i: CORE[i].path)
+def test_each_chinese_core_lesson_links_the_previous_and_the_next_in_the_course(index):
+    last = read(ZH_NOTEBOOKS / CORE[index].path).cells[-1].source
+    if index + 1 < len(CORE):
+        assert f"]({chinese_link(CORE[index + 1])})" in last, "the last cell links the next lesson"
+    if index > 0:
+        assert f"]({chinese_link(CORE[index - 1])})" in last, "the last cell links the previous lesson"
+
+
+@pytest.mark.parametrize("entry", [e for e in COURSE if e.group == "deep dive" and e.after in TWINS],
+                         ids=lambda e: e.path)
+def test_each_chinese_lesson_links_the_deep_dives_that_follow_it(entry):
+    lesson = read(ZH_NOTEBOOKS / entry.after)
+    folder = Path(entry.after).parent.as_posix().strip(".")
+    assert any(f"]({chinese_link(entry, folder)})" in c.source for c in lesson.cells if c.cell_type == "markdown"), \
+        f"zh-CN/{entry.after} does not link {chinese_link(entry, folder)}"
+
+
+@pytest.mark.parametrize(("entry", "path"), [(e, p) for e, p in TRANSLATED if e.group == "exercise"], ids=copy_id)
+def test_each_chinese_exercise_names_the_lesson_it_follows_as_its_prerequisite(entry, path):
+    """The same link from the student and the solution copy: from the repository's root."""
+    header = read(path).cells[0].source
+    prerequisites = next(line for line in header.splitlines() if line.startswith("**预备知识**"))
+    twin = f"{course_stats.ZH}/" if entry.after in TWINS else ""
+    assert f"](../../../notebooks/{twin}{entry.after})" in prerequisites, prerequisites
+
+
+@pytest.mark.parametrize("path", chinese_notebooks(), ids=lambda p: p.relative_to(NOTEBOOKS).as_posix())
+def test_a_chinese_notebook_links_the_chinese_twins_and_marks_english_notebooks(path):
+    for cell in read(path).cells:
+        if cell.cell_type != "markdown":
+            continue
+        for link in NOTEBOOK_LINK.finditer(cell.source):
+            text, target = link.groups()
+            resolved = (path.parent / target).resolve()
+            assert resolved.is_file(), f"{lesson_id(path)} links {target}, which does not exist"
+            where = resolved.relative_to(ROOT)
+            if course_stats.ZH in where.parts:
+                continue
+            if resolved.is_relative_to(NOTEBOOKS):
+                twin = ZH_NOTEBOOKS / resolved.relative_to(NOTEBOOKS)
+                assert not twin.is_file(), \
+                    f"{lesson_id(path)} links the English {where}: link its Chinese twin {twin.relative_to(ROOT)} (without （英文）)"
+            marked = "英文" in text or cell.source[link.end():].startswith("（英文")
+            assert marked, f"{lesson_id(path)} links the English {where} without saying so: add （英文） after the link"
 
 
 def test_a_malformed_course_entry_says_what_to_change(tmp_path):

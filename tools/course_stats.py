@@ -3,9 +3,12 @@ distinct `gl.` names, widgets and their tasks; then each group's total.
 
     python tools/course_stats.py [notebooks]            the table, in the course's reading order
     python tools/course_stats.py --update [notebooks]   also rewrite the minutes in course.toml, then
-                                                        00's map of the course from it
+                                                        00's map of the course from it (and the Chinese
+                                                        00's, notebooks/zh-CN/00_start_here.ipynb)
 
-The course is `notebooks/course.toml`: every notebook in reading order with its group and minutes.
+The course is `notebooks/course.toml`: every notebook in reading order with its group and minutes,
+its title and summary, and their Chinese (`title_zh`, `summary_zh`: the Chinese map's words, and the
+first heading of the notebook's Chinese twin in notebooks/zh-CN/ where it has one).
 Reading time is the course's estimate: 120 words of Markdown a minute, plus 30 seconds per code cell.
 Traceback lines are counted as JupyterLab shows a stored error (its entries joined by newlines).
 """
@@ -22,7 +25,7 @@ import nbformat
 COURSE_FILE = "course.toml"
 GROUPS = ("quick fix", "core", "deep dive", "exercise")
 KEYS = {"path", "group", "minutes", "title", "summary"}
-OPTIONAL_KEYS = {"after"}
+OPTIONAL_KEYS = {"after", "title_zh", "summary_zh"}
 WORDS_PER_MINUTE = 120
 MINUTES_PER_CODE_CELL = 0.5
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -32,7 +35,9 @@ GL_NAME = re.compile(r"\bgl((?:\.[A-Za-z_]\w*)+)")
 MINUTES_LINE = re.compile(r"^minutes = [0-9.]+$", re.MULTILINE)
 MAP_NOTEBOOK = "00_start_here.ipynb"
 MAP_START, MAP_END = "<!-- course-map:start -->", "<!-- course-map:end -->"
-SHORT_TITLE = re.compile(r"^(?:Deep dive|Exercise \d+) · ")
+SHORT_TITLE = re.compile(r"^(?:Deep dive|Exercise \d+|深入专题|练习 \d+) · ")
+ZH = "zh-CN"  # the Chinese twins' folder: notebooks/zh-CN/P translates notebooks/P
+ENGLISH_MARK = "（英文）"  # after a Chinese notebook's link to a notebook that has no Chinese twin yet
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,8 @@ class Entry:
     title: str
     summary: str
     after: str | None = None
+    title_zh: str | None = None
+    summary_zh: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,41 +123,99 @@ def update_minutes(folder: Path) -> int:
     return sum(old != new for old, new in zip(lines, MINUTES_LINE.findall(updated), strict=True))
 
 
-def course_map(entries: list[Entry]) -> str:
+@dataclass(frozen=True)
+class MapWords:
+    """The words of a map of the course, in one language."""
+
+    core: str
+    total: str
+    deep_dives: str
+    exercises: str
+    read_after: str
+    do_after: str
+    comma: str
+    semicolon: str
+    stop: str
+
+
+MAP_WORDS = {
+    "en": MapWords("| the core, in order | minutes |", "**all {count}**", "**Deep dives**, optional, after ",
+                   "**Exercises**, after ", "{}: ", "{}: ", ", ", "; ", "."),
+    ZH: MapWords("| 核心课程（按顺序） | 分钟 |", "**共 {count} 课**", "**深入专题**（选读）：", "**练习**：",
+                 "学完 {}，可读", "学完 {}，做", "、", "；", "。"),
+}
+
+
+def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
     """00's map of the course, as Markdown: the core with its minutes, then the deep dives and the
-    exercises, each under the notebook it follows."""
+    exercises, each under the notebook it follows. With ``twins`` (the paths that have a Chinese twin)
+    it is the Chinese 00's map, in the Chinese titles: a notebook with a twin is linked there, any
+    other in English, marked （英文）; the minutes stay the English notebook's estimate (Chinese text
+    is not counted in words)."""
+    words = MAP_WORDS["en" if twins is None else ZH]
+
     def link(entry: Entry) -> str:
-        return f"[{SHORT_TITLE.sub('', entry.title)}]({entry.path})"
+        if twins is None:
+            return f"[{SHORT_TITLE.sub('', entry.title)}]({entry.path})"
+        title = SHORT_TITLE.sub("", entry.title_zh or entry.title)
+        return f"[{title}]({entry.path})" if entry.path in twins else f"[{title}](../{entry.path}){ENGLISH_MARK}"
 
     def label(path: str) -> str:
         return path[:2] if path[:2].isdigit() else link(next(e for e in entries if e.path == path))
 
     core = [e for e in entries if e.group == "core"]
-    lines = ["| the core, in order | minutes |", "| --- | --- |", *(f"| {link(e)} | {e.minutes:.0f} |" for e in core),
-             f"| **all {len(core)}** | **{sum(e.minutes for e in core):.0f}** |", ""]
-    for group, heading in (("deep dive", "**Deep dives**, optional, after"), ("exercise", "**Exercises**, after")):
-        members = [e for e in entries if e.group == group]
-        afters = list(dict.fromkeys(e.after for e in members if e.after))
-        parts = [f"{label(after)}: " + ", ".join(link(e) for e in members if e.after == after) for after in afters]
-        lines += [f"{heading} " + "; ".join(parts) + ".", ""]
+    total = sum(e.minutes for e in core)
+    lines = [words.core, "| --- | --- |", *(f"| {link(e)} | {e.minutes:.0f} |" for e in core),
+             f"| {words.total.format(count=len(core))} | **{total:.0f}** |", ""]
+    for group, heading, after_words in (("deep dive", words.deep_dives, words.read_after),
+                                        ("exercise", words.exercises, words.do_after)):
+        parts = [after_words.format(label(after)) + words.comma.join(map(link, members))
+                 for after, members in following(entries, group)]
+        lines += [heading + words.semicolon.join(parts) + words.stop, ""]
     return "\n".join(lines).rstrip("\n")
 
 
-def update_map(folder: Path) -> bool:
-    """Write ``course_map`` between the markers of 00's first cell that holds them; whether it changed."""
-    path = folder / MAP_NOTEBOOK
+def following(entries: list[Entry], group: str) -> list[tuple[str, list[Entry]]]:
+    """The ``group``'s notebooks under each notebook they follow, in the course's order."""
+    members = [e for e in entries if e.group == group]
+    afters = dict.fromkeys(e.after for e in members if e.after)
+    return [(after, [e for e in members if e.after == after]) for after in afters]
+
+
+def chinese_twins(folder: Path) -> set[str]:
+    """The course's paths that have a Chinese twin in ``folder/zh-CN/``."""
+    return {entry.path for entry in course(folder) if (folder / ZH / entry.path).is_file()}
+
+
+def update_map(path: Path, course_map_text: str) -> bool:
+    """Write ``course_map_text`` between the markers of the first cell of ``path`` that holds them;
+    whether it changed."""
     notebook = nbformat.read(path, as_version=4)
     cell = next((c for c in notebook.cells if MAP_START in c.source and MAP_END in c.source), None)
     if cell is None:
         raise ValueError(f"{path.name} has no cell with {MAP_START} ... {MAP_END}: add the markers where the map goes")
     before, _, rest = cell.source.partition(MAP_START)
     _, _, after = rest.partition(MAP_END)
-    source = f"{before}{MAP_START}\n{course_map(course(folder))}\n{MAP_END}{after}"
+    source = f"{before}{MAP_START}\n{course_map_text}\n{MAP_END}{after}"
     if source == cell.source:
         return False
     cell.source = source
     nbformat.write(notebook, path)
     return True
+
+
+def maps(folder: Path) -> dict[Path, str]:
+    """Each map notebook (00, and the Chinese 00 where it exists) with the map it must show."""
+    entries = course(folder)
+    shown = {folder / MAP_NOTEBOOK: course_map(entries)}
+    if (folder / ZH / MAP_NOTEBOOK).is_file():
+        shown[folder / ZH / MAP_NOTEBOOK] = course_map(entries, chinese_twins(folder))
+    return shown
+
+
+def update_maps(folder: Path) -> list[str]:
+    """Rewrite every map notebook's map; the notebooks that changed."""
+    return [path.relative_to(folder).as_posix() for path, text in maps(folder).items() if update_map(path, text)]
 
 
 HEADER = (f"{'notebook':<46} {'group':<9} {'minutes':>7} {'code':>5} {'errors':>6} {'tb lines':>8} "
@@ -173,9 +238,9 @@ def main(argv: list[str]) -> int:
         print(f"{COURSE_FILE}: {update_minutes(folder)} minutes updated")
         # The map shows the minutes, which the map's own words change: two rounds settle them.
         for _ in range(2):
-            if update_map(folder):
-                print(f"{MAP_NOTEBOOK}: the map of the course rewritten")
-                update_minutes(folder)
+            for changed in update_maps(folder):
+                print(f"{changed}: the map of the course rewritten")
+            update_minutes(folder)
     entries, rows = course(folder), suite(folder)
     print(HEADER)
     for entry, r in zip(entries, rows, strict=True):
