@@ -2,7 +2,9 @@
 
 The server's root is a temporary copy of the notebooks (running cells never touches the repo),
 plus ``explorers.ipynb``, written here, with one of each explorer. Every notebook that shows an
-explorer is run with "Run All"; its widgets must render, then each explorer is clicked through.
+explorer is run with "Run All"; its widgets must render, then each explorer is clicked through and
+each task solved, in the notebook's language: a Chinese twin (``zh-CN/``) is driven by the package's
+Chinese words (its catalog) and must say "solved" in Chinese. Its tasks are its English twin's.
 A screenshot per notebook goes to ``test-artifacts/screenshots/``.
 """
 from __future__ import annotations
@@ -17,7 +19,9 @@ import nbformat
 import pytest
 from chromium import playwright_or_skip
 from jupyterlab_process import running_lab
-from notebook_files import NOTEBOOKS, ROOT, all_notebooks
+from notebook_files import NOTEBOOKS, ROOT, ZH, all_notebooks, chinese_notebooks
+
+from graphleaf_edu.i18n import say, speaking
 
 sys.path.insert(0, str(ROOT / "tools"))
 import predict_prompts
@@ -45,8 +49,29 @@ def explorers_in(path: Path) -> list[str]:
 
 
 def notebooks_with_explorers() -> list[str]:
-    found = [str(p.relative_to(NOTEBOOKS)) for p in all_notebooks() if explorers_in(p)]
+    """Our own notebook, every English notebook with an explorer, then every Chinese twin with one."""
+    found = [p.relative_to(NOTEBOOKS).as_posix() for p in [*all_notebooks(), *chinese_notebooks()] if explorers_in(p)]
     return [OWN_NOTEBOOK, *found]
+
+
+def language_of(name: str) -> str:
+    """The language a notebook of the lab speaks: a twin under zh-CN/ speaks Chinese."""
+    return "zh-CN" if Path(name).parts[0] == ZH else "en"
+
+
+def said(lang: str, message: str, **fields: object) -> str:
+    """What the package says in ``lang``: the words a student sees in a notebook of that language."""
+    with speaking(lang):
+        return say(message, **fields)
+
+
+def said_before(lang: str, message: str) -> str:
+    """What the package says in ``lang`` before the first ``{field}`` of ``message``."""
+    return said(lang, message, **{name: "\0" for name in re.findall(r"{(\w+)", message)}).split("\0")[0]
+
+
+def without_tags(html: str) -> str:
+    return re.sub(r"<[^>]+>", "", html)
 
 
 def write_own_notebook(path: Path) -> None:
@@ -79,26 +104,33 @@ def page(browser):
 @pytest.mark.parametrize("name", notebooks_with_explorers())
 def test_explorers_render_and_respond_in_jupyterlab(lab, page, name):
     url, root = lab
+    lang, tasks = language_of(name), all_tasks()
     started = time.monotonic()
     open_and_run_all(page, f"{url}/lab/tree/{name}?reset")  # reset: no tab of the previous notebook
     try:
         assert_every_widget_renders(page)
-        if name in TASKS and name not in SOLVED_AFTER_THE_CHECKS:
-            solve_the_task(page, name)
+        if name in tasks and english_twin(name) not in SOLVED_AFTER_THE_CHECKS:
+            solve_the_task(page, root / name, tasks[name], lang)
         present = explorers_in(root / name)
         assert present, f"{name} shows no explorer"
         for explorer in present:
-            CHECKS[explorer](page, page.locator(EXPLORERS[explorer]).first)
-        if name in SOLVED_AFTER_THE_CHECKS:
-            solve_the_task(page, name)
+            CHECKS[explorer](page, page.locator(EXPLORERS[explorer]).first, lang)
+        if name in tasks and english_twin(name) in SOLVED_AFTER_THE_CHECKS:
+            solve_the_task(page, root / name, tasks[name], lang)
     finally:
         first = page.locator(", ".join(EXPLORERS.values())).first
         if first.count():
             first.scroll_into_view_if_needed()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / (Path(name).stem + ".png")))
+        page.screenshot(path=str(SCREENSHOTS / screenshot_name(name)))
         shut_down_kernels(page)
     print(f"{name}: {time.monotonic() - started:.1f} s")
+
+
+def screenshot_name(name: str) -> str:
+    """``01_copied_tensors.png``; a Chinese twin's ``zh-CN_01_copied_tensors.png``."""
+    path = Path(name)
+    return (f"{ZH}_{path.stem}" if path.parts[0] == ZH else path.stem) + ".png"
 
 
 # --- driving JupyterLab ----------------------------------------------------------------------------
@@ -155,44 +187,49 @@ def wait_for_text(locator, text: str) -> None:
 
 # --- one check per explorer -----------------------------------------------------------------------
 
-def check_scenario_explorer(page, explorer) -> None:
+def check_scenario_explorer(page, explorer, lang) -> None:
     from graphleaf_edu import SCENARIOS
+    from graphleaf_edu.errors import gloss
 
     scenario = SCENARIOS["model_cache"]
     selects = explorer.locator("select")
-    selects.nth(0).select_option(label=scenario.title)
-    selects.nth(1).select_option(label=f"none: {scenario.fix('none').title}")
+    selects.nth(0).select_option(label=said(lang, scenario.title))
+    selects.nth(1).select_option(label=f"none: {said(lang, scenario.fix('none').title)}")
     explorer.get_by_role("button", name="deepcopy").click()
     result = explorer.locator(".graphleaf-scenario-result")
-    wait_for_text(result, "RuntimeError: Only Tensors created explicitly by the user (graph leaves) "
-                          "support the deepcopy protocol")
+    error = "RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol"
+    wait_for_text(result, error)  # PyTorch's words, in every language; a Chinese notebook glosses them
+    with speaking(lang):
+        meaning = gloss(error)
+    assert (meaning != "") == (lang != "en")
+    wait_for_text(result, meaning)
     image = explorer.locator("img.graphleaf-scenario-graph")
     playwright.expect(image).to_be_visible(timeout=CLICK_TIMEOUT_MS)
     failing = image_fingerprint(image)
     assert failing[0] > 1000
 
     failing_src = image.get_attribute("src")
-    selects.nth(1).select_option(label=f"safe_deepcopy: {scenario.fix('safe_deepcopy').title}")
-    wait_for_text(result, "✓ the copy worked")
+    selects.nth(1).select_option(label=f"safe_deepcopy: {said(lang, scenario.fix('safe_deepcopy').title)}")
+    wait_for_text(result, "✓ " + said_before(lang, "the copy worked: copied is {type_name}"))
     page.wait_for_function("([img, before]) => img.src !== before",
                            arg=[image.element_handle(), failing_src], timeout=CLICK_TIMEOUT_MS)
     assert image_fingerprint(image) != failing
     assert image.evaluate("img => img.naturalWidth") > 0
 
 
-def check_leaf_playground(page, explorer) -> None:
+def check_leaf_playground(page, explorer, lang) -> None:
     expression = explorer.locator("input[type=text]")
     message = explorer.locator(".graphleaf-playground-message")
     expression.fill("x +")
     expression.press("Enter")
-    wait_for_text(message, "That is not valid Python")
+    wait_for_text(message, said_before(lang, "That is not valid Python ({reason}). Try e.g. x * 2."))
     expression.fill("w @ x + b")
     expression.press("Enter")
-    wait_for_text(message, "w @ x + b is a non-leaf tensor")
+    wait_for_text(message, said(lang, "{expression} is a non-leaf tensor", expression="w @ x + b"))
     playwright.expect(explorer.locator("img.graphleaf-playground-graph")).to_be_visible(timeout=CLICK_TIMEOUT_MS)
 
 
-def check_dataloader_lab(page, explorer) -> None:
+def check_dataloader_lab(page, explorer, lang) -> None:
     status = explorer.locator(".graphleaf-loader-status")
     # Record every text the status shows, so a short "running…" cannot slip between two polls.
     status.evaluate("""el => {
@@ -200,17 +237,18 @@ def check_dataloader_lab(page, explorer) -> None:
         new MutationObserver(() => window.graphleafStatusSeen.push(el.innerText))
             .observe(el, {subtree: true, childList: true, characterData: true});
     }""")
-    explorer.get_by_role("button", name="run DataLoader").click()
+    explorer.get_by_role("button", name=said(lang, "run DataLoader")).click()
     table = explorer.locator(".graphleaf-loader-table")
-    wait_for_text(table, "deepcopy in __getitem__")
-    assert any("running…" in seen for seen in page.evaluate("() => window.graphleafStatusSeen"))
-    assert "latest:" in status.inner_text()
+    wait_for_text(table, said(lang, "detach at construction"))
+    running = without_tags(said(lang, "<b>running…</b> (worker processes are starting)"))
+    assert any(running in seen for seen in page.evaluate("() => window.graphleafStatusSeen"))
+    assert said_before(lang, "latest: {summary}").strip() in status.inner_text()
 
 
-def check_fix_comparison(page, explorer) -> None:
+def check_fix_comparison(page, explorer, lang) -> None:
     from graphleaf_edu import SCENARIOS
 
-    explorer.locator("select").select_option(label=SCENARIOS["old_weight_norm"].title)
+    explorer.locator("select").select_option(label=said(lang, SCENARIOS["old_weight_norm"].title))
     wait_for_text(explorer.locator(".graphleaf-fix-table"), "parametrizations")
 
 
@@ -283,7 +321,7 @@ def test_a_predict_answer_stays_hidden_until_its_cell_runs(lab, page):
 # --- widgets with a task: each lesson's task is solved in the browser -------------------------------------
 
 def solve_with_fix(fix: str):
-    def solve(page, explorer) -> None:
+    def solve(page, explorer, lang) -> None:
         explorer.get_by_role("button", name="deepcopy").click()
         select = explorer.locator("select").nth(1)
         label = next(o for o in select.locator("option").all_inner_texts() if o.startswith(f"{fix}:"))
@@ -291,27 +329,29 @@ def solve_with_fix(fix: str):
     return solve
 
 
-def solve_spawn_with_deepcopy(page, explorer) -> None:
+def solve_spawn_with_deepcopy(page, explorer, lang) -> None:
     explorer.locator("select").first.select_option("spawn")
-    explorer.locator("label", has_text="detach at construction").locator("input").check()
-    explorer.get_by_role("button", name="run DataLoader").click()
+    explorer.locator("label", has_text=said(lang, "detach at construction")).locator("input").check()
+    explorer.get_by_role("button", name=said(lang, "run DataLoader")).click()
 
 
 def solve_with_expression(expression: str):
-    def solve(page, explorer) -> None:
+    def solve(page, explorer, lang) -> None:
         field = explorer.locator("input[type=text]")
         field.fill(expression)
         field.press("Enter")
     return solve
 
 
-def solve_with_model(title: str):
-    def solve(page, explorer) -> None:
-        explorer.locator("select").first.select_option(label=title)
+def solve_with_model(scenario: str):
+    def solve(page, explorer, lang) -> None:
+        from graphleaf_edu import SCENARIOS
+
+        explorer.locator("select").first.select_option(label=said(lang, SCENARIOS[scenario].title))
     return solve
 
 
-# Each lesson's explorers with a task, in the order they appear, and how a student solves each.
+# Each English lesson's explorers with a task, in the order they appear, and how a student solves each.
 TASKS = {
     "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
@@ -323,37 +363,63 @@ TASKS = {
     "deep_dives/model_output.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
     "deep_dives/dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn_with_deepcopy)],
     "deep_dives/model_cache_fixes.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("custom_deepcopy"))],
-    "deep_dives/fix_toolbox.ipynb": [(".graphleaf-fix-comparison",
-                                      solve_with_model("An EMA / SWA / teacher copy taken after training started"))],
+    "deep_dives/fix_toolbox.ipynb": [(".graphleaf-fix-comparison", solve_with_model("ema_copy"))],
 }
 
 
-TASK_GIVEN = re.compile(rf"\b(?:{'|'.join(EXPLORERS)})\([^)]*\btask=")
+def english_twin(name: str) -> str:
+    """The English notebook a name of the lab translates (itself if it is English)."""
+    path = Path(name)
+    return path.relative_to(ZH).as_posix() if path.parts[0] == ZH else name
+
+
+def all_tasks() -> dict[str, list]:
+    """TASKS, and for every Chinese twin that exists the tasks of its English twin (the same code)."""
+    twins = {p.relative_to(NOTEBOOKS).as_posix() for p in chinese_notebooks()}
+    return TASKS | {twin: TASKS[english_twin(twin)] for twin in sorted(twins) if english_twin(twin) in TASKS}
+
+
+EXPLORER_WITH_TASK = re.compile(rf"\b(?:{'|'.join(EXPLORERS)})\([^)]*\btask=\"([^\"]+)\"")
+
+
+def task_names(path: Path) -> list[str]:
+    """The name of each task the notebook's explorers are given (``task="..."``), in the order they appear."""
+    code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    return [name for source in code for name in EXPLORER_WITH_TASK.findall(source)]
 
 
 def test_every_explorer_with_a_task_is_solved_here():
-    """Every explorer a lesson gives a task is in TASKS, so the browser test solves each one."""
+    """Every explorer a lesson gives a task is in TASKS, in English and in every Chinese twin, so the
+    browser test solves each one."""
     given = {}
-    for path in all_notebooks():
-        code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-        count = sum(bool(TASK_GIVEN.search(source)) for source in code)
+    for path in [*all_notebooks(), *chinese_notebooks()]:
+        count = len(task_names(path))
         if count:
-            given[str(path.relative_to(NOTEBOOKS))] = count
-    assert given == {name: len(solutions) for name, solutions in TASKS.items()}
+            given[path.relative_to(NOTEBOOKS).as_posix()] = count
+    assert given == {name: len(solutions) for name, solutions in all_tasks().items()}
 
 
 # The DataLoader lab's check waits for its first run's table, so the task's run comes after it.
 SOLVED_AFTER_THE_CHECKS = {"03_dataloader_workers.ipynb", "deep_dives/dataloader_workers.ipynb"}
 
 
-def solve_the_task(page, name: str) -> None:
-    """Each explorer of the lesson shows its task, not yet solved; the student's moves make it say solved."""
+def solve_the_task(page, path: Path, solutions: list, lang: str) -> None:
+    """Each explorer of the lesson shows its task, not yet solved, in the notebook's language; the
+    student's moves make it say solved, in that language too."""
+    from graphleaf_edu.views import TASKS as PACKAGE_TASKS
+
+    names = task_names(path)
+    assert len(names) == len(solutions), f"{path.name} gives {len(names)} tasks, the test solves {len(solutions)}"
     with_a_task = page.locator(", ".join(EXPLORERS.values())).filter(has=page.locator(".graphleaf-task"))
-    for index, (selector, solve) in enumerate(TASKS[name]):
+    for index, ((selector, solve), name) in enumerate(zip(solutions, names, strict=True)):
+        task = PACKAGE_TASKS[name]
         explorer = with_a_task.nth(index)
         assert explorer.evaluate("(el, selector) => el.matches(selector)", selector), f"task {index + 1} is not in {selector}"
         explorer.scroll_into_view_if_needed()
-        playwright.expect(explorer.locator(".graphleaf-task")).to_contain_text("task:", timeout=CLICK_TIMEOUT_MS)
+        prompt = said(lang, "task: {prompt}", prompt=said(lang, task.prompt))
+        playwright.expect(explorer.locator(".graphleaf-task")).to_contain_text(prompt, timeout=CLICK_TIMEOUT_MS)
         assert explorer.locator(".graphleaf-solved").count() == 0, "solved before the student did anything"
-        solve(page, explorer)
-        playwright.expect(explorer.locator(".graphleaf-solved")).to_be_visible(timeout=60_000)
+        solve(page, explorer, lang)
+        solved = explorer.locator(".graphleaf-solved")
+        playwright.expect(solved).to_be_visible(timeout=60_000)
+        playwright.expect(solved).to_have_text(f"✔ {said(lang, task.solved)}")
