@@ -94,7 +94,7 @@ class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
 
     def __repr__(self) -> str:
         # The text/plain shown where widgets cannot render (a notebook viewer, a terminal).
-        return f"{type(self).__name__}: an interactive explorer; run this cell in Jupyter to use it"
+        return say("{explorer}: an interactive explorer; run this cell in Jupyter to use it", explorer=type(self).__name__)
 
 
 class ScenarioExplorer(_Explorer):

@@ -89,6 +89,18 @@ def test_explorers_have_a_short_plain_text_form():
         assert text.startswith(type(explorer).__name__ + ": an interactive explorer") and "\n" not in text
 
 
+def test_an_explorers_plain_text_form_speaks_the_notebooks_language():
+    """A Chinese notebook viewed where widgets cannot render (GitHub, the book's text) says so in Chinese."""
+    from graphleaf_edu import i18n
+
+    i18n.set_language("zh-CN")
+    try:
+        text = widgets.dataloader_lab()._repr_mimebundle_()["text/plain"]
+    finally:
+        i18n.set_language(None)
+    assert text.startswith("DataLoaderLab：") and "Jupyter" in text and "interactive" not in text
+
+
 def test_fix_comparison_takes_a_measure_and_offers_models_only():
     def shares_memory(scenario, fix):
         outcome = scenario.run(fix)
