@@ -122,13 +122,13 @@ def test_only_keeps_the_named_notebooks_and_refuses_unknown_ones():
 
 
 def test_the_colab_badge_goes_in_either_language_and_nothing_else_does():
-    url = "https://colab.research.google.com/github/o/n/blob/v1/notebooks/zh-CN/00_start_here.ipynb"
+    owner_and_name = REPOSITORY.removeprefix("https://github.com/")
+    url = f"https://colab.research.google.com/github/{owner_and_name}/blob/v1/notebooks/zh-CN/00_start_here.ipynb"
+    binder = f"[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/{owner_and_name}/main)\n"
     header = ("# 00 · 从这里开始\n\n说明文字\n\n"
               f"[![在 Colab 中打开](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n"
-              f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n"
-              "[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/o/n/main)\n")
-    assert book.COLAB_BADGE.sub("", header) == (
-        "# 00 · 从这里开始\n\n说明文字\n\n[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/o/n/main)\n")
+              f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})\n" + binder)
+    assert book.COLAB_BADGE.sub("", header) == "# 00 · 从这里开始\n\n说明文字\n\n" + binder
 
 
 def test_the_chinese_book_stages_every_chinese_twin_without_its_badge(tmp_path):

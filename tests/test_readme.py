@@ -1,14 +1,19 @@
 """The README a newcomer reads to the end: at most 1,000 words outside code blocks, and every file it
 names and every link it holds (to a file, a folder or a heading) exists. The pages under docs/ are held
-to the same links."""
+to the same links, and so is README.zh-CN.md, whose notebook map (tools/readme_zh_map.py) follows the
+course list and links every Chinese notebook that exists."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import readme_zh_map  # a maintainer script from tools/
+
 README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 FENCED = re.compile(r"```.*?```", re.DOTALL)
@@ -77,3 +82,48 @@ def test_links_resolve_check_catches_a_missing_file_and_a_missing_heading(tmp_pa
     (tmp_path / "other.md").write_text("# Other\n\n## Where it lives\n")
     page.write_text("[a](other.md#where-it-lives) [b](gone.md) [c](other.md#nowhere) [d](https://example.org)\n")
     assert broken_links(page) == ["page.md: gone.md does not exist", "page.md: other.md#nowhere names no heading of other.md"]
+
+
+# --- README.zh-CN.md, the Chinese README ----------------------------------------------------------
+
+README_ZH = ROOT / "README.zh-CN.md"
+
+
+def chinese_map() -> str:
+    text = README_ZH.read_text(encoding="utf-8")
+    return text.split(readme_zh_map.MAP_START)[1].split(readme_zh_map.MAP_END)[0]
+
+
+def test_the_readmes_link_each_other():
+    assert "](README.zh-CN.md)" in README.read_text() and "](README.md)" in README_ZH.read_text(encoding="utf-8")
+
+
+def test_every_link_of_the_chinese_readme_resolves():
+    assert not broken_links(README_ZH)
+
+
+def test_the_chinese_map_is_in_step_with_the_course_list_and_the_twins():
+    assert chinese_map().strip() == readme_zh_map.expected_map(), "run .venv/bin/python tools/readme_zh_map.py"
+
+
+def test_the_chinese_map_links_every_chinese_notebook_and_marks_the_rest_english():
+    """Read from the README itself: every twin in notebooks/zh-CN/ is linked, every other notebook of the
+    course (the deep dives among them) links its English notebook and says （英文）."""
+    rows = [line for line in chinese_map().splitlines() if line.startswith("| [")]
+    linked = {re.search(r"\]\(notebooks/([^)]+)\)", line).group(1): line for line in rows}
+    twins = {f"zh-CN/{path.relative_to(ROOT / 'notebooks' / 'zh-CN').as_posix()}"
+             for path in (ROOT / "notebooks" / "zh-CN").rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts}
+    assert twins and twins <= set(linked), twins - set(linked)
+    english = {path: line for path, line in linked.items() if not path.startswith("zh-CN/")}
+    assert english, "the deep dives have no Chinese twin yet"
+    for path, line in english.items():
+        assert "（英文）" in line and not (ROOT / "notebooks" / "zh-CN" / path).exists(), line
+    assert {path for path in english if path.startswith("deep_dives/")} == {
+        path.relative_to(ROOT / "notebooks").as_posix() for path in (ROOT / "notebooks" / "deep_dives").glob("*.ipynb")
+        if not (ROOT / "notebooks" / "zh-CN" / "deep_dives" / path.name).exists()}
+
+
+def test_the_chinese_binder_badge_opens_a_chinese_notebook():
+    opened = re.findall(r"mybinder\.org/v2/gh/[\w.-]+/[\w.-]+/main\?urlpath=lab/tree/([^)\s]+)",
+                        README_ZH.read_text(encoding="utf-8"))
+    assert len(opened) == 1 and opened[0].startswith("notebooks/zh-CN/") and (ROOT / opened[0]).is_file(), opened
