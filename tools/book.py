@@ -288,6 +288,12 @@ def stage_chinese(staging: Path, entries: list[course_stats.Entry]) -> None:
         stage_notebook(f"notebooks/{ZH}/{entry.path}", links, staging)
 
 
+# Sphinx's language for the Chinese book, and the lexer of its stored tracebacks: IPython's traceback lexer
+# (MyST-NB's default) fails on full-width punctuation (a Chinese comment in the student's line, the package's
+# Chinese "frames hidden" line), which -W makes a failed build; Python's traceback lexer reads them.
+CHINESE_OPTIONS = ("-D", "language=zh_CN", "-D", "nb_render_error_lexer=pytb")
+
+
 def write_language_links(staging: Path, label: str, lang: str, root: str, twins: dict[str, str]) -> None:
     """What docs/conf.py puts at the top of each page: a link to ``twins[page]`` (the other book's
     index where the page has no twin), ``root`` being the other book's root seen from this one's."""
@@ -324,7 +330,7 @@ def build(out: Path, only: list[str] | None = None) -> int:
     stage_chinese(chinese_staging, chinese)
     write_language_links(chinese_staging, "English", "en", "../", {zh: en for en, zh in twins.items()})
     sphinx(staging, out, out.parent / f"{out.name}-doctrees")
-    sphinx(chinese_staging, out / ZH, out.parent / f"{out.name}-{ZH}-doctrees", "-D", "language=zh_CN")
+    sphinx(chinese_staging, out / ZH, out.parent / f"{out.name}-{ZH}-doctrees", *CHINESE_OPTIONS)
     return len(pages(out)) + len(pages(out / ZH))
 
 
