@@ -30,6 +30,13 @@ def lesson_id(path):
     return path.relative_to(NOTEBOOKS).as_posix()
 
 
+def with_twins(paths):
+    """``paths`` and the Chinese twins (notebooks/zh-CN/) of those that have one: a twin stores the same
+    errors, graphs and tasks, and links the same PyTorch documentation."""
+    twins = [NOTEBOOKS / course_stats.ZH / lesson_id(path) for path in paths]
+    return [*paths, *(twin for twin in twins if twin.is_file())]
+
+
 def test_quick_fix_fits_in_ten_minutes():
     assert course_stats.stats(QUICK_FIX, NOTEBOOKS).minutes <= QUICK_FIX_MINUTES
 
@@ -50,7 +57,7 @@ def test_the_core_uses_few_names_of_the_package():
     assert len(names) <= CORE_GL_NAMES, sorted(names)
 
 
-@pytest.mark.parametrize("path", lessons(), ids=lesson_id)
+@pytest.mark.parametrize("path", with_twins(lessons()), ids=lesson_id)
 def test_a_core_lesson_stores_one_full_traceback_at_most(path):
     """A repeated error is shown as one line naming the student's own line (graphleaf_edu.tracebacks)."""
     full = [cell.source for cell in code_cells(read(path)) for output in cell.get("outputs", [])
@@ -58,7 +65,7 @@ def test_a_core_lesson_stores_one_full_traceback_at_most(path):
     assert len(full) <= 1, full
 
 
-@pytest.mark.parametrize("path", [*LESSONS, QUICK_FIX], ids=lesson_id)
+@pytest.mark.parametrize("path", with_twins([*LESSONS, QUICK_FIX]), ids=lesson_id)
 def test_stored_errors_are_short(path):
     for cell in code_cells(read(path)):
         for output in cell.get("outputs", []):
@@ -90,7 +97,7 @@ PYTORCH_DOCS = re.compile(r"\]\((https://docs\.pytorch\.org/[^)#\s]+)")
 
 def test_lessons_link_the_pytorch_documentation():
     pages = set()
-    for path in LESSONS:
+    for path in with_twins(LESSONS):
         found = set(PYTORCH_DOCS.findall(path.read_text()))
         assert found, f"{lesson_id(path)} links no PyTorch documentation page"
         pages |= found
@@ -118,14 +125,19 @@ SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "count", "error", "printed"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
-def test_the_core_reproduces_draws_and_fixes_each_scenario(name, count, error, printed):
-    cells = code_cells(read(NOTEBOOKS / name))
+SCENARIO_NOTEBOOKS = [(path, *scenario[1:]) for scenario in SCENARIOS
+                      for path in with_twins([NOTEBOOKS / scenario[0]])]
+
+
+@pytest.mark.parametrize(("path", "count", "error", "printed"), SCENARIO_NOTEBOOKS,
+                         ids=[lesson_id(s[0]) for s in SCENARIO_NOTEBOOKS])
+def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, printed):
+    cells = code_cells(read(path))
     outputs = [o for c in cells for o in c.get("outputs", [])]
     errors = [o for o in outputs if o.output_type == "error" and error in o.evalue]
     graphs = [o for o in outputs if o.get("data", {}).get("text/plain", "").startswith("AutogradGraph(")]
     assert len(errors) >= count and len(graphs) >= count
-    assert course_stats.stats(NOTEBOOKS / name, NOTEBOOKS).tasks >= count
+    assert course_stats.stats(path, NOTEBOOKS).tasks >= count
     if printed:
         assert any(printed in o.get("text", "") for o in outputs)
 
