@@ -7,6 +7,7 @@ import pytest
 from notebook_files import (
     NOTEBOOKS,
     ROOT,
+    ZH,
     all_notebooks,
     chinese_notebooks,
     code_cells,
@@ -142,17 +143,26 @@ def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, p
         assert any(printed in o.get("text", "") for o in outputs)
 
 
-def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check():
-    cells = read(NOTEBOOKS / "04_capstone_training_loop.ipynb").cells
+CAPSTONE = "04_capstone_training_loop.ipynb"
+# The capstone and its Chinese twin: (the notebook, its solution heading, its check heading).
+CAPSTONES = [(NOTEBOOKS / CAPSTONE, "### Solution", "## Check"),
+             *[(twin, "### 答案", "## 检查") for twin in [NOTEBOOKS / ZH / CAPSTONE] if twin.is_file()]]
+
+
+@pytest.mark.parametrize(("path", "solution_heading", "check_heading"), CAPSTONES, ids=lambda v: lesson_id(v) if isinstance(v, Path) else "")
+def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check(path, solution_heading, check_heading):
+    cells = read(path).cells
     crash = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "raises-exception" in tags(c))
-    solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("### Solution"))
-    check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Check"))
+    solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(solution_heading))
+    check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(check_heading))
     assert crash < solution < check
     assert cells[solution].metadata.get("jp-MarkdownHeadingCollapsed") is True, "the solution is folded"
     assert not any("gl.explain" in c.source for c in cells[crash:solution] if c.cell_type == "code"), \
         "the diagnosis is the student's, before the solution"
     printed = "".join(o.get("text", "") for c in cells[check:] if c.cell_type == "code" for o in c.get("outputs", []))
     assert printed.count("True") == 2 and "False" not in printed, printed
+    if ZH in path.parts:
+        assert re.search(r"[\u4e00-\u9fff]", printed), f"the Chinese check speaks English: {printed}"
 
 
 def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):
