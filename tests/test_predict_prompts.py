@@ -14,6 +14,7 @@ from notebook_files import NOTEBOOKS, ROOT, is_solution_heading, read
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats
 import predict_prompts
+import twin_sync
 
 EVERY_NOTEBOOK = sorted(p for folder in (NOTEBOOKS, ROOT / "instructor") for p in folder.rglob("*.ipynb")
                         if ".ipynb_checkpoints" not in p.parts)
@@ -63,6 +64,15 @@ def test_every_prompt_is_predict_then_a_question(path):
         if cell.cell_type == "markdown":
             for prompt in predict_prompts.prompts(cell.source):
                 assert predict_prompts.well_formed(prompt), f"not '**Predict**:' and a question: {prompt!r}"
+
+
+@pytest.mark.parametrize("path", twin_sync.chinese_notebooks(), ids=ids)
+def test_a_chinese_twin_asks_the_prompts_its_english_twin_asks(path):
+    """Cell by cell, so that each answer cell is folded (and checked) in both languages."""
+    def asked(notebook):
+        return [len(predict_prompts.prompts(c.source)) if c.cell_type == "markdown" else 0 for c in notebook.cells]
+
+    assert asked(read(path)) == asked(read(twin_sync.twin_of(path)))
 
 
 @pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)
