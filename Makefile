@@ -33,11 +33,7 @@ test: setup classroom-setup
 	$(PY) -m pytest tests --ignore=tests/test_classroom.py
 	@# The hub tests bound every wait themselves; this outer bound is the last guard. SIGINT lets pytest
 	@# stop the test hub (its fixture's teardown) before exiting; a failure or a timeout fails `make test`.
-	@# Stopgap (docs/classroom.md, "Known flake"): the kernel-restart test loses an execution's end in
-	@# some loaded runs, so failed hub tests run once more, loudly; a second failure fails `make test`.
-	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py || { \
-		echo "HUB TESTS FAILED ONCE: running the failed ones again (docs/classroom.md, Known flake)"; \
-		timeout --signal=INT --kill-after=60 600 $(PY) -m pytest --last-failed tests/test_classroom.py; }
+	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu notebooks
 	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu instructor
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
+import math
 import struct
 import time
 import uuid
@@ -29,6 +30,9 @@ REQUEST_TIMEOUT_S = 600
 KERNEL_READY_TIMEOUT_S = 300
 # Status messages the server sends (without a parent) when a kernel dies or is restarted under it.
 DEATH = {"dead", "restarting", "autorestarting"}
+# How often a connecting notebook asks kernel_info again while the kernel's iopub has not reached it
+# yet (the server's own "nudge" asks every 0.5 s).
+ASK_AGAIN_S = 0.5
 
 
 class ClassroomError(RuntimeError):
@@ -161,7 +165,7 @@ class Student:
 
     async def open(self, path: str) -> Kernel:
         """Open a notebook the way JupyterLab does: a session (so a kernel) for its path, then the
-        kernel's websocket, ready once it answers kernel_info."""
+        kernel's websocket, ready once kernel_info is answered on both shell and iopub."""
         started = time.perf_counter()
         answer = await self.http.post(f"{self.server_path}/api/sessions", headers=self._auth(), json={
             "path": path, "name": path.rsplit("/", 1)[-1], "type": "notebook", "kernel": {"name": "python3"}})
@@ -188,9 +192,8 @@ class Kernel:
         self.ready_s = 0.0
 
     async def connect(self, timeout_s: float = KERNEL_READY_TIMEOUT_S) -> None:
-        """Open the kernel's websocket and wait for its answer to kernel_info. The server holds a new
-        websocket until a restart in progress has finished, so the answer comes from the kernel as
-        it is now."""
+        """Open the kernel's websocket; ready once the kernel has answered kernel_info on shell and
+        its iopub messages reach this websocket too."""
         url = (self.student.hub_url.replace("http", "ws", 1)
                + f"{self.student.server_path}/api/kernels/{self.id}/channels?session_id={self.client_session}")
         deadline = time.monotonic() + timeout_s
@@ -201,7 +204,34 @@ class Kernel:
         except TimeoutError:
             raise ClassroomError(f"{self.student.name}: kernel {self.id}'s websocket did not open "
                                  f"within {timeout_s:.0f} s") from None
-        await self.request("kernel_info_request", {}, timeout_s=max(1.0, deadline - time.monotonic()))
+        await self._until_iopub_flows(deadline, timeout_s)
+
+    async def _until_iopub_flows(self, deadline: float, timeout_s: float) -> None:
+        """Ask kernel_info until one of the requests is answered on shell and its busy/idle status
+        arrives on iopub. A shell reply alone proves nothing about iopub: iopub is publish-subscribe,
+        and after a restart the server's iopub socket subscribes to the new kernel a moment after
+        its shell socket reconnects; what the kernel publishes before that is lost. The server
+        checks this itself ("nudge") on each new websocket, except for a kernel it believes busy,
+        and a kernel killed mid-execution can stay "busy" in its books through every restart."""
+        asked = {await self.send("kernel_info_request", {})}
+        replied = heard = False
+        ask_again = math.inf  # no reply yet: the kernel is starting or busy, and asking again would only queue
+        while not (replied and heard):
+            message = await self._next_message(min(deadline, ask_again))
+            if message is None:
+                if time.monotonic() >= deadline:
+                    raise ClassroomError(f"{self.student.name}: kernel {self.id} gave no kernel_info_reply "
+                                         f"and iopub status within {timeout_s:.0f} s")
+                asked.add(await self.send("kernel_info_request", {}))
+                ask_again = time.monotonic() + ASK_AGAIN_S
+                continue
+            if message["parent_header"].get("msg_id") not in asked:
+                continue
+            if message.get("channel") == "iopub":
+                heard = True
+            elif message["header"]["msg_type"] == "kernel_info_reply":
+                replied = True
+                ask_again = time.monotonic() + ASK_AGAIN_S
 
     def _message(self, msg_type: str, content: dict) -> dict:
         return {"header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": self.client_session,
@@ -216,14 +246,22 @@ class Kernel:
 
     async def receive(self, deadline: float, waiting_for: str) -> dict:
         """The next message, or a ClassroomError once ``deadline`` (time.monotonic) has passed."""
-        left = deadline - time.monotonic()
+        message = await self._next_message(deadline)
+        if message is None:
+            raise ClassroomError(f"{self.student.name}: kernel {self.id} gave no {waiting_for} in time "
+                                 f"(the deadline passed at {time.strftime('%H:%M:%S')})")
+        return message
+
+    async def _next_message(self, until: float) -> dict | None:
+        """The next message, or None once ``until`` (time.monotonic) has passed; a message not yet
+        read then stays queued for the next call."""
+        left = until - time.monotonic()
         try:
             if left <= 0:
                 raise TimeoutError
             frame = await asyncio.wait_for(self.socket.read_message(), left)
         except TimeoutError:
-            raise ClassroomError(f"{self.student.name}: kernel {self.id} gave no {waiting_for} in time "
-                                 f"(the deadline passed at {time.strftime('%H:%M:%S')})") from None
+            return None
         if frame is None:
             raise ClassroomError(f"{self.student.name}: the kernel's websocket closed "
                                  f"(code {self.socket.close_code}, {self.socket.close_reason!r})")
@@ -231,15 +269,6 @@ class Kernel:
         if message["header"]["msg_type"] == "status" and message["content"]["execution_state"] in DEATH:
             raise KernelDied(f"{self.student.name}: kernel {message['content']['execution_state']}")
         return message
-
-    async def request(self, msg_type: str, content: dict, timeout_s: float) -> dict:
-        """Send on the shell channel and return the reply (iopub traffic in between is dropped)."""
-        msg_id = await self.send(msg_type, content)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            message = await self.receive(deadline, f"{msg_type.replace('_request', '_reply')} within {timeout_s:.0f} s")
-            if message.get("channel") == "shell" and message["parent_header"].get("msg_id") == msg_id:
-                return message
 
     async def execute(self, code: str, timeout_s: float = REQUEST_TIMEOUT_S) -> tuple[str, str]:
         """Run one piece of code; returns (status, text printed or the error's name and value)."""

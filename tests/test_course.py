@@ -31,6 +31,13 @@ def lesson_id(path):
     return path.relative_to(NOTEBOOKS).as_posix()
 
 
+def with_twins(paths):
+    """``paths`` and the Chinese twins (notebooks/zh-CN/) of those that have one: a twin stores the same
+    errors, graphs and tasks, and links the same PyTorch documentation."""
+    twins = [NOTEBOOKS / course_stats.ZH / lesson_id(path) for path in paths]
+    return [*paths, *(twin for twin in twins if twin.is_file())]
+
+
 def test_quick_fix_fits_in_ten_minutes():
     assert course_stats.stats(QUICK_FIX, NOTEBOOKS).minutes <= QUICK_FIX_MINUTES
 
@@ -51,7 +58,7 @@ def test_the_core_uses_few_names_of_the_package():
     assert len(names) <= CORE_GL_NAMES, sorted(names)
 
 
-@pytest.mark.parametrize("path", lessons(), ids=lesson_id)
+@pytest.mark.parametrize("path", with_twins(lessons()), ids=lesson_id)
 def test_a_core_lesson_stores_one_full_traceback_at_most(path):
     """A repeated error is shown as one line naming the student's own line (graphleaf_edu.tracebacks)."""
     full = [cell.source for cell in code_cells(read(path)) for output in cell.get("outputs", [])
@@ -59,7 +66,7 @@ def test_a_core_lesson_stores_one_full_traceback_at_most(path):
     assert len(full) <= 1, full
 
 
-@pytest.mark.parametrize("path", [*LESSONS, QUICK_FIX], ids=lesson_id)
+@pytest.mark.parametrize("path", with_twins([*LESSONS, QUICK_FIX]), ids=lesson_id)
 def test_stored_errors_are_short(path):
     for cell in code_cells(read(path)):
         for output in cell.get("outputs", []):
@@ -91,7 +98,7 @@ PYTORCH_DOCS = re.compile(r"\]\((https://docs\.pytorch\.org/[^)#\s]+)")
 
 def test_lessons_link_the_pytorch_documentation():
     pages = set()
-    for path in LESSONS:
+    for path in with_twins(LESSONS):
         found = set(PYTORCH_DOCS.findall(path.read_text()))
         assert found, f"{lesson_id(path)} links no PyTorch documentation page"
         pages |= found
@@ -119,12 +126,12 @@ SCENARIOS = [
 ]
 
 
-# ... and so does each lesson's Chinese twin, once it exists (PyTorch's messages stay PyTorch's).
-SCENARIO_LESSONS = [(folder / name, *rest) for name, *rest in SCENARIOS for folder in (NOTEBOOKS, NOTEBOOKS / ZH)
-                    if (folder / name).is_file()]
+SCENARIO_NOTEBOOKS = [(path, *scenario[1:]) for scenario in SCENARIOS
+                      for path in with_twins([NOTEBOOKS / scenario[0]])]
 
 
-@pytest.mark.parametrize(("path", "count", "error", "printed"), SCENARIO_LESSONS, ids=[lesson_id(s[0]) for s in SCENARIO_LESSONS])
+@pytest.mark.parametrize(("path", "count", "error", "printed"), SCENARIO_NOTEBOOKS,
+                         ids=[lesson_id(s[0]) for s in SCENARIO_NOTEBOOKS])
 def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, printed):
     cells = code_cells(read(path))
     outputs = [o for c in cells for o in c.get("outputs", [])]
@@ -136,17 +143,26 @@ def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, p
         assert any(printed in o.get("text", "") for o in outputs)
 
 
-def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check():
-    cells = read(NOTEBOOKS / "04_capstone_training_loop.ipynb").cells
+CAPSTONE = "04_capstone_training_loop.ipynb"
+# The capstone and its Chinese twin: (the notebook, its solution heading, its check heading).
+CAPSTONES = [(NOTEBOOKS / CAPSTONE, "### Solution", "## Check"),
+             *[(twin, "### 答案", "## 检查") for twin in [NOTEBOOKS / ZH / CAPSTONE] if twin.is_file()]]
+
+
+@pytest.mark.parametrize(("path", "solution_heading", "check_heading"), CAPSTONES, ids=lambda v: lesson_id(v) if isinstance(v, Path) else "")
+def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check(path, solution_heading, check_heading):
+    cells = read(path).cells
     crash = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "raises-exception" in tags(c))
-    solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("### Solution"))
-    check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Check"))
+    solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(solution_heading))
+    check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(check_heading))
     assert crash < solution < check
     assert cells[solution].metadata.get("jp-MarkdownHeadingCollapsed") is True, "the solution is folded"
     assert not any("gl.explain" in c.source for c in cells[crash:solution] if c.cell_type == "code"), \
         "the diagnosis is the student's, before the solution"
     printed = "".join(o.get("text", "") for c in cells[check:] if c.cell_type == "code" for o in c.get("outputs", []))
     assert printed.count("True") == 2 and "False" not in printed, printed
+    if ZH in path.parts:
+        assert re.search(r"[\u4e00-\u9fff]", printed), f"the Chinese check speaks English: {printed}"
 
 
 def test_course_stats_prints_every_notebook_each_group_and_the_total(capsys):

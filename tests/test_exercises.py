@@ -790,13 +790,24 @@ def test_hints_and_links_point_to_lessons_of_the_suite():
     named = {getattr(module, name) for module in vars(exercises).values() if isinstance(module, type(exercises))
              for name in vars(module) if name.endswith("_LESSON")}
     assert named and named <= lessons, named - lessons
-    for path in source_notebooks():
-        text = path.read_text()
+    for path in every_source_notebook():
+        text, student = path.read_text(), student_copy_of(path).parent
         for target in re.findall(r"\]\((\.\./[^)]+\.ipynb)\)", text):
             # the same link must work from the solution copy and from the student copy
-            assert (SOURCES / target).resolve() == (STUDENT / target).resolve(), f"{path.name}: {target}"
-            resolved = (SOURCES / target).resolve()
-            assert resolved.relative_to(ROOT / "notebooks").as_posix().removesuffix(".ipynb") in lessons, \
-                f"{path.name}: {target}"
+            resolved = (path.parent / target).resolve()
+            assert resolved == (student / target).resolve(), f"{shown(path)}: {target}"
+            assert resolved.is_file(), f"{shown(path)}: {target}"
+            lesson = resolved.relative_to(ROOT / "notebooks").as_posix().removeprefix(f"{ZH}/")  # or its twin
+            assert lesson.removesuffix(".ipynb") in lessons, f"{shown(path)}: {target}"
         for target in re.findall(r"\]\((ex\d_[a-z_]+\.ipynb)\)", text):
-            assert (SOURCES / target).exists(), f"{path.name} links to {target}"
+            assert (path.parent / target).exists(), f"{shown(path)} links to {target}"
+
+
+@pytest.mark.parametrize("folder", [SOURCES, STUDENT, SOURCES_ZH, STUDENT_ZH], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_module_ex4_writes_beside_each_copy_stays_out_of_git(folder):
+    """ex4's %%writefile cell writes rows_dataset.py beside the notebook it runs in: the solution in an
+    instructor's folder, a student's answer in theirs. Neither is committed or published (the student tree
+    takes what git does not ignore)."""
+    assert (folder / "ex4_spawn_safe_dataset.ipynb").is_file()
+    module = (folder / "rows_dataset.py").relative_to(ROOT).as_posix()
+    assert subprocess.run(["git", "check-ignore", "--quiet", module], cwd=ROOT, check=False).returncode == 0, module

@@ -6,7 +6,6 @@ import sys
 import pytest
 from notebook_files import (
     ROOT,
-    ZH,
     all_notebooks,
     chinese_notebooks,
     code_cells,
@@ -75,25 +74,31 @@ def test_every_notebook_opens_with_the_folded_bootstrap_and_a_short_setup(path):
     assert len(SHARED_SETUP[1].splitlines()) <= 5, "the setup a student reads is at most 5 lines"
 
 
-# A lesson's header and recap, in English and in a Chinese twin under notebooks/zh-CN/.
-HEADER_AND_RECAP = {"en": (("What you will learn", "Prerequisites", "Verified with"), "Recap"),
-                    "zh-CN": (("你将学到", "预备知识", "验证环境"), "小结")}
-CHINESE_LESSONS = [p for p in chinese_notebooks() if p.relative_to(ROOT / "notebooks" / ZH).parts[0] != "exercises"
-                   and p.name != "quick_fix.ipynb"]
+NOTEBOOKS = ROOT / "notebooks"
+# A lesson's header and recap, in English and in the Chinese twins (notebooks/zh-CN/).
+HEADER_WORDS = {"en": ("What you will learn", "Prerequisites", "Verified with", "Recap"),
+                "zh-CN": ("你将学到", "预备知识", "验证环境", "小结")}
+CHINESE_LESSONS = [path for path in chinese_notebooks() if NOTEBOOKS / path.relative_to(NOTEBOOKS / "zh-CN")
+                   in [*lessons(), *deep_dives()]]
+STORED = [*all_notebooks(), *chinese_notebooks()]
+STUDENT_COPIES = (NOTEBOOKS / "exercises", NOTEBOOKS / "zh-CN" / "exercises")  # stored without outputs, by design
 
 
-@pytest.mark.parametrize("path", [*lessons(), *deep_dives(), *CHINESE_LESSONS],
-                         ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def notebook_id(path):
+    return str(path.relative_to(NOTEBOOKS))
+
+
+@pytest.mark.parametrize("path", [*lessons(), *deep_dives(), *CHINESE_LESSONS], ids=notebook_id)
 def test_lesson_has_header_recap_and_links(path):
     notebook = read(path)
     header = notebook.cells[0].source
-    words, recap = HEADER_AND_RECAP["zh-CN" if ZH in path.parts else "en"]
-    for needed in words:
+    *needed_in_header, recap = HEADER_WORDS["zh-CN" if path in CHINESE_LESSONS else "en"]
+    for needed in needed_in_header:
         assert needed in header, f"header lacks '{needed}'"
     assert recap in "".join(c.source for c in notebook.cells[-3:] if c.cell_type == "markdown")
 
 
-@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+@pytest.mark.parametrize("path", STORED, ids=notebook_id)
 def test_stored_kernel_is_the_standard_python3(path):
     assert read(path).metadata["kernelspec"]["name"] == "python3"
 
@@ -107,7 +112,7 @@ def test_every_notebook_stores_the_python_release_of_its_outputs():
     assert not missing, f"no metadata.language_info.version (run tools/stamp_notebooks.py): {missing}"
 
 
-@pytest.mark.parametrize("path", [*all_notebooks(), *chinese_notebooks()], ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+@pytest.mark.parametrize("path", STORED, ids=notebook_id)
 def test_stored_outputs_are_deterministic(path):
     for index, cell in enumerate(code_cells(read(path))):
         for output in cell.get("outputs", []):
@@ -117,11 +122,11 @@ def test_stored_outputs_are_deterministic(path):
                     assert not match, f"code cell {index} stores {what}: {match.group(0)!r}"
 
 
-@pytest.mark.parametrize("path", [*all_notebooks(), *chinese_notebooks()], ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+@pytest.mark.parametrize("path", STORED, ids=notebook_id)
 def test_intentional_errors_are_tagged_stored_and_checked(path):
     """nbval compares a stored error's type and message, so a raises-exception cell that stops
     raising (or raises something else) fails the nbval run, unless its output is not checked."""
-    student_copy = path.parent in (ROOT / "notebooks" / "exercises", ROOT / "notebooks" / ZH / "exercises")  # stored without outputs, by design
+    student_copy = path.parent in STUDENT_COPIES
     for index, cell in enumerate(code_cells(read(path))):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if "raises-exception" in tags(cell):

@@ -5,9 +5,10 @@ heading on a page) resolves; every picture loads and each notebook page shows as
 as the notebook stores; a Predict answer stays hidden until its toggle is opened; every notebook page
 has Binder, Colab and JupyterHub launch buttons for its own path in the repository; widgets show their
 text; nothing is fetched from the network; the sidebar follows the course list. The Chinese book
-(OUT/zh-CN/, from README.zh-CN.md and the Chinese notebooks) is read too: every page of both books starts
-with a link to its twin in the other language, the link works both ways, and searching it in Chinese
-(jieba's words) finds its error index.
+(OUT/zh-CN/, from README.zh-CN.md and the Chinese notebooks) is read the same way (pictures, widgets, links,
+launch buttons that open the Chinese notebook, its sidebar): every page of both books starts with a link
+to its twin in the other language, the link works both ways, and searching it in Chinese (jieba's words)
+finds its error index and every Chinese notebook page.
 
 `make test` builds a quick book (the quick fix, the first core lesson with a folded answer, the first
 exercise, every docs page); `make site-test` (GRAPHLEAF_BOOK=full) builds and reads the whole book.
@@ -73,6 +74,18 @@ def page_of(out: Path, path: str) -> Path:
     return out / "notebooks" / Path(path).with_suffix(".html")
 
 
+def chinese_page_of(out: Path, path: str) -> Path:
+    """The Chinese book's page of the Chinese twin of ``path`` (a path of the course list)."""
+    return out / book.ZH / "notebooks" / book.ZH / Path(path).with_suffix(".html")
+
+
+def notebook_pages(out: Path, entries) -> list[tuple[Path, str]]:
+    """Every notebook page of both books with its notebook (relative to notebooks/): the English ones,
+    then the Chinese twins (``zh-CN/...``)."""
+    return [*((page_of(out, e.path), e.path) for e in entries),
+            *((chinese_page_of(out, e.path), f"{book.ZH}/{e.path}") for e in book.chinese_entries(entries))]
+
+
 def stored_pictures(path: str) -> int:
     return sum(1 for cell in read(NOTEBOOKS / path).cells for output in cell.get("outputs", [])
                if {"image/png", "image/svg+xml"} & set(output.get("data", {})))
@@ -109,7 +122,7 @@ def facts(site, reader):
     out, _ = site
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     seen = {}
-    for path in book.pages(out):
+    for path in [*book.pages(out), *book.pages(out / book.ZH)]:
         reader.goto(path.as_uri(), wait_until="load")
         reader.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=30_000)
         seen[path] = reader.evaluate(PAGE_FACTS)
@@ -119,13 +132,14 @@ def facts(site, reader):
 
 def test_every_page_is_in_the_book_and_nothing_else(site, facts):
     out, entries = site
-    expected = {out / "index.html", out / "errors.html", *(page_of(out, entry.path) for entry in entries),
+    expected = {out / "index.html", out / "errors.html", out / book.ZH / "index.html", out / book.ZH / "errors.html",
+                *(page for page, _ in notebook_pages(out, entries)),
                 *(out / "docs" / f"{name}.html" for names in book.doc_pages().values() for name in names)}
     assert set(facts) == expected
     assert not (out / "instructor").exists()
-    for entry in entries:  # the exercises are the student copies
-        source = facts[page_of(out, entry.path)]["source"]
-        assert "BEGIN SOLUTION" not in source and "BEGIN HIDDEN TESTS" not in source, entry.path
+    for page, path in notebook_pages(out, entries):  # the exercises are the student copies
+        source = facts[page]["source"]
+        assert "BEGIN SOLUTION" not in source and "BEGIN HIDDEN TESTS" not in source, path
 
 
 def test_every_link_between_pages_and_to_a_heading_resolves(facts):
@@ -148,26 +162,27 @@ def test_every_picture_loads_and_each_notebook_shows_its_stored_graphs(site, fac
     out, entries = site
     broken = [f"{path.name}: {image['src']}" for path, seen in facts.items() for image in seen["images"] if not image["ok"]]
     assert not broken, broken
-    for entry in entries:
-        assert facts[page_of(out, entry.path)]["pictures"] == stored_pictures(entry.path), entry.path
+    for page, path in notebook_pages(out, entries):
+        assert facts[page]["pictures"] == stored_pictures(path), path
     assert any(seen["pictures"] for seen in facts.values()) or not any(map(stored_pictures, (e.path for e in entries)))
 
 
 def test_widgets_show_their_text_and_nothing_comes_from_the_network(site, facts, reader):
     out, entries = site
-    for entry in entries:
-        seen = facts[page_of(out, entry.path)]
+    for page, path in notebook_pages(out, entries):
+        seen = facts[page]
         assert "Loading widget" not in seen["text"] and "Error displaying widget" not in seen["text"]
-        for fallback in widget_texts(entry.path):  # shown, or behind a toggle
-            assert fallback in seen["source"], entry.path
+        for fallback in widget_texts(path):  # shown, or behind a toggle
+            assert fallback in seen["source"], path
     assert reader.remote_requests == []
 
 
 def test_every_notebook_page_has_its_launch_buttons(site, facts):
+    """Each opens the page's own notebook: a Chinese page's buttons open the Chinese twin."""
     out, entries = site
-    for entry in entries:
-        links = facts[page_of(out, entry.path)]["links"]
-        path = f"notebooks/{entry.path}"
+    for page, notebook in notebook_pages(out, entries):
+        links = facts[page]["links"]
+        path = f"notebooks/{notebook}"
         assert f"https://mybinder.org/v2/gh/{OWNER_AND_NAME}/main?urlpath=lab/tree/{path}" in links, path
         assert f"https://colab.research.google.com/github/{OWNER_AND_NAME}/blob/main/{path}" in links, path
         hub = [link for link in links if "/hub/user-redirect/git-pull?" in link]
@@ -183,6 +198,17 @@ def test_the_sidebar_follows_the_course_list(site, facts):
     groups = [book.GROUP_CAPTIONS[group] for group in dict.fromkeys(entry.group for entry in entries)]
     assert [caption.split(" (")[0] for caption in seen["captions"]][:len(groups)] == groups
     assert Path(unquote(urlparse(seen["sidebar"][0]).path)) == out / "errors.html"
+
+
+def test_the_chinese_sidebar_follows_the_course_list(site, facts):
+    out, entries = site
+    chinese = book.chinese_entries(entries)
+    seen = facts[out / book.ZH / "index.html"]
+    notebook_links = [Path(unquote(urlparse(h).path)) for h in seen["sidebar"] if "/notebooks/" in h]
+    assert notebook_links == [chinese_page_of(out, entry.path) for entry in chinese]
+    shown = {"quick fix", *(entry.group for entry in chinese)}  # the error index opens the quick fix's group
+    assert seen["captions"] == [caption for group, caption in book.GROUP_CAPTIONS_ZH.items() if group in shown]
+    assert Path(unquote(urlparse(seen["sidebar"][0]).path)) == out / book.ZH / "errors.html"
 
 
 def test_the_error_index_is_a_page(site, facts):
@@ -278,15 +304,28 @@ def test_the_language_link_leads_to_the_same_page_in_the_other_language(site, re
     assert Path(unquote(urlparse(reader.url).path)) == out / "errors.html"
 
 
-def test_searching_in_chinese_finds_the_chinese_error_index(site, reader):
-    out, _ = site
-    chinese = out / book.ZH
-    reader.goto((chinese / "index.html").as_uri())
+def search_the_chinese_book(out: Path, reader, word: str) -> set[Path]:
+    """The pages the Chinese book's search lists for ``word``, as Chromium shows them."""
+    reader.goto((out / book.ZH / "index.html").as_uri())
     reader.locator(".bd-sidebar-primary .search-button-field").click()
     box = reader.locator('form.bd-search input[name="q"]')
-    box.fill("修复")  # one word to jieba, in the error index's header and fixes
+    box.fill(word)
     box.press("Enter")
-    errors_page = (chinese / "errors.html").as_uri()
-    reader.wait_for_function(
-        "page => [...document.querySelectorAll('#search-results ul.search li a')].some(a => a.href.startsWith(page))",
-        arg=errors_page, timeout=30_000)
+    # Sphinx lists the results one by one, then its summary (in Chinese) replaces "searching"
+    reader.wait_for_function("() => /\\d/.test(document.querySelector('#search-results .search-summary')?.innerText)",
+                             timeout=30_000)
+    return {Path(unquote(urlparse(a).path)) for a in reader.eval_on_selector_all(
+        "#search-results ul.search li a", "links => links.map(a => a.href)")}
+
+
+def test_searching_in_chinese_finds_the_chinese_error_index(site, reader):
+    out, _ = site
+    assert out / book.ZH / "errors.html" in search_the_chinese_book(out, reader, "修复")  # one word to jieba
+
+
+def test_searching_in_chinese_finds_every_chinese_notebook(site, reader):
+    """拷贝 (the glossary's word for copying) is a word of every Chinese lesson and exercise."""
+    out, entries = site
+    found = search_the_chinese_book(out, reader, "拷贝")
+    pages = {chinese_page_of(out, entry.path) for entry in book.chinese_entries(entries)}
+    assert pages and pages <= found, sorted(pages - found)
