@@ -127,3 +127,20 @@ def test_the_chinese_binder_badge_opens_a_chinese_notebook():
     opened = re.findall(r"mybinder\.org/v2/gh/[\w.-]+/[\w.-]+/main\?urlpath=lab/tree/([^)\s]+)",
                         README_ZH.read_text(encoding="utf-8"))
     assert len(opened) == 1 and opened[0].startswith("notebooks/zh-CN/") and (ROOT / opened[0]).is_file(), opened
+
+
+WIDE = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+STRUCTURE = ("|", "#", "- ", "```", "<!--")
+
+
+def soft_breaks_after_chinese(markdown: str) -> list[str]:
+    """Lines of a paragraph that end in Chinese and go on in the next line: Markdown renders the line
+    break as a space, a stray one between Chinese characters."""
+    lines = FENCED.sub("", markdown).split("\n")
+    return [f"{a[-10:]}⏎{b[:10]}" for a, b in zip(lines, lines[1:])
+            if a and WIDE.match(a[-1]) and b.strip() and not b.startswith(STRUCTURE) and not a.startswith(STRUCTURE)]
+
+
+def test_the_chinese_readme_breaks_no_line_inside_a_chinese_sentence():
+    assert soft_breaks_after_chinese("一句话，\n接着说。\n\n| 表 |\n| 格 |\n") == ["一句话，⏎接着说。"]
+    assert not soft_breaks_after_chinese(README_ZH.read_text(encoding="utf-8"))
