@@ -88,6 +88,21 @@ def notebook_id(path):
     return str(path.relative_to(NOTEBOOKS))
 
 
+# Markdown turns a line break inside a paragraph into a space, and between two Chinese characters a
+# browser shows it (JupyterLab, the book): "每一次 运算". Beside a Latin word or code the space is the
+# usual spacing, so only a break between two Chinese characters (or full-width punctuation) is refused.
+CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+BREAK_BETWEEN_CHINESE = re.compile(rf"[{CJK}]\n[{CJK}]")
+ALL_CHINESE = [*chinese_notebooks(), *sorted((ROOT / "instructor" / "exercises" / "zh-CN").glob("*.ipynb"))]
+
+
+@pytest.mark.parametrize("path", ALL_CHINESE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_chinese_text_breaks_no_line_between_two_chinese_characters(path):
+    breaks = [match.group(0).replace("\n", "⏎") for cell in read(path).cells if cell.cell_type == "markdown"
+              for match in BREAK_BETWEEN_CHINESE.finditer(cell.source)]
+    assert not breaks, f"join these lines (each shows as a space between two characters): {breaks}"
+
+
 @pytest.mark.parametrize("path", [*lessons(), *deep_dives(), *CHINESE_LESSONS], ids=notebook_id)
 def test_lesson_has_header_recap_and_links(path):
     notebook = read(path)
