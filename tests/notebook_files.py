@@ -1,4 +1,5 @@
 """Where the suite's notebooks are, and how to read them (shared by the notebook tests)."""
+import re
 from pathlib import Path
 
 import nbformat
@@ -8,6 +9,12 @@ NOTEBOOKS = ROOT / "notebooks"
 
 
 ZH = "zh-CN"  # the Chinese twins' folder: tests/test_twin_sync.py holds them to their English notebooks
+
+# Markdown turns a line break inside a paragraph into a space, and between two Chinese characters a
+# browser shows it (JupyterLab, the book, GitHub): "每一次 运算". Beside a Latin word or code the space is the
+# usual spacing, so only a break between two Chinese characters (or full-width punctuation) is refused.
+CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+BREAK_BETWEEN_CHINESE = re.compile(rf"[{CJK}]\n[{CJK}]")
 
 
 def all_notebooks() -> list[Path]:

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 from notebook_files import (
+    BREAK_BETWEEN_CHINESE,
     ROOT,
     all_notebooks,
     chinese_notebooks,
@@ -88,11 +89,6 @@ def notebook_id(path):
     return str(path.relative_to(NOTEBOOKS))
 
 
-# Markdown turns a line break inside a paragraph into a space, and between two Chinese characters a
-# browser shows it (JupyterLab, the book): "每一次 运算". Beside a Latin word or code the space is the
-# usual spacing, so only a break between two Chinese characters (or full-width punctuation) is refused.
-CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
-BREAK_BETWEEN_CHINESE = re.compile(rf"[{CJK}]\n[{CJK}]")
 ALL_CHINESE = [*chinese_notebooks(), *sorted((ROOT / "instructor" / "exercises" / "zh-CN").glob("*.ipynb"))]
 
 

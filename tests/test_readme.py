@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from notebook_files import BREAK_BETWEEN_CHINESE
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -129,18 +130,7 @@ def test_the_chinese_binder_badge_opens_a_chinese_notebook():
     assert len(opened) == 1 and opened[0].startswith("notebooks/zh-CN/") and (ROOT / opened[0]).is_file(), opened
 
 
-WIDE = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
-STRUCTURE = ("|", "#", "- ", "```", "<!--")
-
-
-def soft_breaks_after_chinese(markdown: str) -> list[str]:
-    """Lines of a paragraph that end in Chinese and go on in the next line: Markdown renders the line
-    break as a space, a stray one between Chinese characters."""
-    lines = FENCED.sub("", markdown).split("\n")
-    return [f"{a[-10:]}⏎{b[:10]}" for a, b in zip(lines, lines[1:])
-            if a and WIDE.match(a[-1]) and b.strip() and not b.startswith(STRUCTURE) and not a.startswith(STRUCTURE)]
-
-
-def test_the_chinese_readme_breaks_no_line_inside_a_chinese_sentence():
-    assert soft_breaks_after_chinese("一句话，\n接着说。\n\n| 表 |\n| 格 |\n") == ["一句话，⏎接着说。"]
-    assert not soft_breaks_after_chinese(README_ZH.read_text(encoding="utf-8"))
+def test_the_chinese_readme_breaks_no_line_between_two_chinese_characters():
+    """The rule of the Chinese notebooks (notebook_files.BREAK_BETWEEN_CHINESE) holds for README.zh-CN.md too."""
+    breaks = [m.group(0).replace("\n", "⏎") for m in BREAK_BETWEEN_CHINESE.finditer(README_ZH.read_text(encoding="utf-8"))]
+    assert not breaks, f"join these lines (each shows as a space between two characters): {breaks}"
