@@ -83,8 +83,9 @@ bench: setup
 error-index: $(STAMP)
 	$(PY) tools/error_index.py
 
-# A whole nbgrader round over all six exercises (tools/grading_round.py: generate, release, a right and a
-# wrong submission, autograde, the gradebook); `make test` runs it for ex4 only. A few minutes.
+# A whole nbgrader round over all six exercises in both languages, the Chinese as a second assignment of
+# the same course (tools/grading_round.py: generate, release, a right and a wrong submission, autograde,
+# the gradebook); `make test` runs it for the English ex4 and the Chinese ex1 only. A few minutes.
 grading: setup
 	GRADING_ROUND=all $(PY) -m pytest tests/test_grading.py
 

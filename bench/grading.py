@@ -39,7 +39,7 @@ def right_submissions(folder: Path) -> dict[str, nbformat.NotebookNode]:
     """The released copies filled with the solutions, as tools/grading_round.py submits them."""
     course = folder / "course"
     names = grading_round.exercises()
-    grading_round.make_course(course, names)
+    grading_round.make_course(course, {grading_round.ASSIGNMENT: names})
     grading_round.nbgrader(course, "generate_assignment", grading_round.ASSIGNMENT)
     released = course / "release" / grading_round.ASSIGNMENT
     return {name: grading_round.filled(nbformat.read(released / f"{name}.ipynb", as_version=4),

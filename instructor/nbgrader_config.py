@@ -2,6 +2,8 @@
 
     mkdir -p course/source/exercises && cp instructor/exercises/*.ipynb course/source/exercises/
     cp instructor/nbgrader_config.py course/ && cd course && nbgrader generate_assignment exercises
+
+The Chinese exercises are a second assignment of the same course, exercises-zh-CN, from instructor/exercises/zh-CN/.
 """
 c = get_config()  # noqa: F821 -- provided by nbgrader when it loads this file
 

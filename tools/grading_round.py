@@ -1,15 +1,19 @@
 """One real nbgrader round over the exercises, as an instructor runs it, in a course folder of its own.
 
-    python tools/grading_round.py COURSE [EXERCISE...]     # default: all six; prints the gradebook
+    python tools/grading_round.py COURSE [ASSIGNMENT/EXERCISE...]   # default: all six in both languages
 
-1. the course: ``instructor/nbgrader_config.py`` and the solution copies as the assignment's source
-   (``source/exercises/``), the other files of instructor/exercises included, as nbgrader takes them;
+One course, two assignments: ``exercises`` (the English solution copies, instructor/exercises/) and
+``exercises-zh-CN`` (the Chinese ones, instructor/exercises/zh-CN/: the same notebooks, cells, grade ids
+and points, whose checks answer in Chinese). A class hands out the one its students read, or both.
+
+1. the course: ``instructor/nbgrader_config.py`` and each assignment's solution copies as its source
+   (``source/<assignment>/``), the other files of their folder included, as nbgrader takes them;
 2. ``nbgrader generate_assignment`` and ``nbgrader release_assignment`` (into the course's own exchange);
 3. two submissions made from the released copy as a student makes one, by filling its stubs: ``right``
    with the solutions, ``wrong`` with ``WRONG_ANSWERS``, a mistake the exercise's hints are written for;
 4. ``nbgrader autograde``; the scores are read back from the gradebook.
 
-tests/test_grading.py runs one exercise in `make test` and all six in `make grading`.
+tests/test_grading.py runs two exercises in `make test` and all twelve in `make grading`.
 """
 from __future__ import annotations
 
@@ -26,7 +30,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "instructor" / "exercises"
 CONFIG = ROOT / "instructor" / "nbgrader_config.py"
-ASSIGNMENT = "exercises"
+ASSIGNMENT, ASSIGNMENT_ZH = "exercises", "exercises-zh-CN"
+# Each assignment's source folder: the solution copies it is generated from.
+ASSIGNMENTS = {ASSIGNMENT: SOURCES, ASSIGNMENT_ZH: SOURCES / "zh-CN"}
 STUDENTS = ("right", "wrong")
 SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.MULTILINE | re.DOTALL)
 STUB = re.compile(r"^([ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\(\)", re.MULTILINE)
@@ -51,8 +57,13 @@ WRONG_ANSWERS = {
 }
 
 
-def exercises() -> list[str]:
-    return sorted(path.stem for path in SOURCES.glob("ex*.ipynb"))
+def exercises(assignment: str = ASSIGNMENT) -> list[str]:
+    return sorted(path.stem for path in ASSIGNMENTS[assignment].glob("ex*.ipynb"))
+
+
+def every_exercise() -> dict[str, list[str]]:
+    """Each assignment with all its exercises."""
+    return {assignment: exercises(assignment) for assignment in ASSIGNMENTS}
 
 
 def nbgrader(course: Path, *arguments: str) -> str:
@@ -65,13 +76,17 @@ def nbgrader(course: Path, *arguments: str) -> str:
     return done.stdout + done.stderr
 
 
-def make_course(course: Path, names: list[str]) -> None:
-    source = course / "source" / ASSIGNMENT
-    source.mkdir(parents=True)
+def make_course(course: Path, chosen: dict[str, list[str]]) -> None:
+    """The course folder with each chosen assignment's source (``chosen``: assignment -> exercises)."""
+    course.mkdir(parents=True)
     shutil.copy2(CONFIG, course / "nbgrader_config.py")
-    for path in sorted(SOURCES.iterdir()):  # every file nbgrader would take; other exercises' notebooks left out
-        if path.is_file() and (path.suffix != ".ipynb" or path.stem in names) and not path.name.startswith("."):
-            shutil.copy2(path, source / path.name)
+    for assignment, names in chosen.items():
+        source = course / "source" / assignment
+        source.mkdir(parents=True)
+        for path in sorted(ASSIGNMENTS[assignment].iterdir()):  # every file nbgrader would take; other
+            # exercises' notebooks (and the folders of other assignments) left out
+            if path.is_file() and (path.suffix != ".ipynb" or path.stem in names) and not path.name.startswith("."):
+                shutil.copy2(path, source / path.name)
     (course / "nbgrader_config.py").write_text(
         (course / "nbgrader_config.py").read_text()
         + f'\nc.Exchange.root = {str(course / "exchange")!r}  # the round\'s own exchange\n')
@@ -107,50 +122,68 @@ def filled(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat
     return submission
 
 
-def submit(course: Path, student: str, names: list[str], answers_for) -> None:
-    folder = course / "submitted" / student / ASSIGNMENT
+def submit(course: Path, assignment: str, student: str, names: list[str], answers_for) -> None:
+    folder = course / "submitted" / student / assignment
     folder.mkdir(parents=True)
     for name in names:
-        released = nbformat.read(course / "release" / ASSIGNMENT / f"{name}.ipynb", as_version=4)
-        source = nbformat.read(SOURCES / f"{name}.ipynb", as_version=4)
+        released = nbformat.read(course / "release" / assignment / f"{name}.ipynb", as_version=4)
+        source = nbformat.read(ASSIGNMENTS[assignment] / f"{name}.ipynb", as_version=4)
         nbformat.write(filled(released, answers_for(source)), folder / f"{name}.ipynb")
 
 
-def scores(course: Path, names: list[str]) -> dict[tuple[str, str], dict[str, float | bool]]:
-    """(student, exercise) -> score, maximum and whether a person still has to grade part of it."""
+Scores = dict[tuple[str, str, str], dict[str, float | bool]]
+
+
+def scores(course: Path, chosen: dict[str, list[str]]) -> Scores:
+    """(assignment, student, exercise) -> score, maximum and whether a person still has to grade part of it."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        return {(student, name): {
-            "score": (graded := gradebook.find_submission_notebook(name, ASSIGNMENT, student)).score,
+        return {(assignment, student, name): {
+            "score": (graded := gradebook.find_submission_notebook(name, assignment, student)).score,
             "max_score": graded.max_score,
             "needs_manual_grade": graded.needs_manual_grade,
-        } for student in STUDENTS for name in names}
+        } for assignment, names in chosen.items() for student in STUDENTS for name in names}
 
 
-def grading_round(course: Path, names: list[str] | None = None) -> dict[tuple[str, str], dict[str, float | bool]]:
-    names = names or exercises()
-    make_course(course, names)
+def grading_round(course: Path, chosen: dict[str, list[str]] | None = None) -> Scores:
+    """The whole round for ``chosen`` (assignment -> exercises; default: all of both)."""
+    chosen = chosen or every_exercise()
+    make_course(course, chosen)
     for student in STUDENTS:
         nbgrader(course, "db", "student", "add", student)
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
-    nbgrader(course, "release_assignment", ASSIGNMENT)
-    submit(course, "right", names, solutions)
-    submit(course, "wrong", names, lambda source: WRONG_ANSWERS)
-    nbgrader(course, "autograde", ASSIGNMENT)
-    return scores(course, names)
+    for assignment, names in chosen.items():
+        nbgrader(course, "generate_assignment", assignment)
+        nbgrader(course, "release_assignment", assignment)
+        submit(course, assignment, "right", names, solutions)
+        submit(course, assignment, "wrong", names, lambda source: WRONG_ANSWERS)
+        nbgrader(course, "autograde", assignment)
+    return scores(course, chosen)
+
+
+def chosen_from(arguments: list[str]) -> dict[str, list[str]]:
+    """``ASSIGNMENT/EXERCISE`` arguments (a bare exercise is the English one) as assignment -> exercises."""
+    chosen: dict[str, list[str]] = {}
+    for argument in arguments:
+        assignment, _, name = argument.rpartition("/")
+        assignment = assignment or ASSIGNMENT
+        if assignment not in ASSIGNMENTS or name not in exercises(assignment):
+            raise SystemExit(f"no exercise {argument}: give ASSIGNMENT/EXERCISE, e.g. "
+                             f"{ASSIGNMENT_ZH}/{exercises(ASSIGNMENT_ZH)[0]}")
+        chosen.setdefault(assignment, []).append(name)
+    return chosen
 
 
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    course, names = Path(argv[0]), argv[1:] or exercises()
+    course, chosen = Path(argv[0]), chosen_from(argv[1:]) or every_exercise()
     if course.exists():
         raise SystemExit(f"{course} exists: give a new folder for the course")
-    for (student, name), score in grading_round(course, names).items():
+    for (assignment, student, name), score in grading_round(course, chosen).items():
         manual = " (+ a part graded by hand)" if score["needs_manual_grade"] else ""
-        print(f"{student:6} {name:30} {score['score']:g} / {score['max_score']:g}{manual}")
+        print(f"{assignment:16} {student:6} {name:30} {score['score']:g} / {score['max_score']:g}{manual}")
     return 0
 
 
