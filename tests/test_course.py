@@ -375,3 +375,12 @@ def test_course_stats_update_rewrites_the_minutes_only(tmp_path):
     estimate = round(course_stats.stats(tmp_path / "quick_fix.ipynb", tmp_path).minutes, 1)
     assert (tmp_path / "course.toml").read_text() == entry.format(estimate)
     assert course_stats.update_minutes(tmp_path) == 0
+
+
+def test_the_chinese_course_is_the_quick_fix_every_core_lesson_and_every_exercise():
+    """Issue 29: a Chinese student finds the quick fix, the core and the six exercises (student and
+    solution copies) in Chinese; the deep dives stay English (the Chinese map marks them （英文）)."""
+    expected = {entry.path for entry in COURSE if entry.group != "deep dive"}
+    assert TWINS == expected, f"no Chinese twin yet: {sorted(expected - TWINS)}; a deep dive: {sorted(TWINS - expected)}"
+    solutions = {path.name for path in (ROOT / "instructor" / "exercises" / course_stats.ZH).glob("*.ipynb")}
+    assert solutions == {Path(entry.path).name for entry in COURSE if entry.group == "exercise"}
