@@ -29,3 +29,13 @@ def test_a_readme_without_the_markers_is_refused_with_what_to_add():
         error_index.with_block("# README\n", "table")
     assert error_index.with_block(f"a\n{error_index.START}\nold\n{error_index.END}\nb", "new") == (
         f"a\n{error_index.START}\nnew\n{error_index.END}\nb")
+
+
+def test_the_chinese_index_marks_each_deep_dive_english_and_nothing_else():
+    """The deep dives have no Chinese twin yet; the quick fix and the core lessons have."""
+    chinese = error_index.block("zh-CN")
+    lesson_cells = [line.rsplit(" | ", 1)[1] for line in chinese.splitlines()[2:] if line.startswith("| ")]
+    assert all("deep dive" not in cell for cell in lesson_cells)
+    for cell in lesson_cells:
+        for part in cell.removesuffix(" |").split("；"):
+            assert part.endswith("（英文）") == part.startswith("深入专题"), part

@@ -12,6 +12,7 @@ notes use (``graphleaf_edu.messages``), and the lessons that explain it.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -32,7 +33,7 @@ START, END = "<!-- error-index:start -->", "<!-- error-index:end -->"
 HEADER = ("the message", "run", "the fix, in one line", "explained in")
 # The index's own words (not the package's), in Chinese.
 CHINESE = {
-    HEADER: ("错误信息", "运行", "一行说清修复", "讲解（英文课程）"),
+    HEADER: ("错误信息", "运行", "一行说清修复", "讲解"),
     "; or ": "；或",
     "the same message, for a module that uses `torch.nn.utils.weight_norm`":
         "同一条信息，出现在用了 `torch.nn.utils.weight_norm` 的模块上",
@@ -84,11 +85,20 @@ def words(english):
     return english if language() == "en" else CHINESE[english]
 
 
+def explained_in(lessons: str) -> str:
+    """The index's last column in the language spoken: in Chinese the deep dives, still English only,
+    say so (the quick fix and the core lessons have Chinese twins)."""
+    if language() == "en":
+        return lessons
+    return re.sub(r'deep dive (`[^`]+`( §\d+|, "[^"]*")?)', r"深入专题 \1（英文）", lessons).replace("; ", "；")
+
+
 def block(lang: str = "en") -> str:
     with speaking(lang):
         header = words(HEADER)
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows()]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in (*row[:-1], explained_in(row[-1]))) + " |"
+                  for row in rows()]
         return "\n".join([*lines, "", words(CLONE_LINE).format(rule=say(M.CLONE_RULE))])
 
 
