@@ -11,7 +11,15 @@ import subprocess
 import sys
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, chinese_twins, code_cells, deep_dives, lessons, read
+from notebook_files import (
+    NOTEBOOKS,
+    ROOT,
+    chinese_twins,
+    code_cells,
+    deep_dives,
+    lessons,
+    read,
+)
 
 sys.path.insert(0, str(ROOT / "tools"))
 import release  # maintainer modules, imported from tools/

@@ -169,12 +169,12 @@ KERNEL_CELLS = {  # name: (cell, the line of the cell that copies or sends)
     "feeder queue": ("feeder = mp.get_context('spawn').Queue()\nfeeder.put(logits)\ntime.sleep(1)", 2),
     "process": ("worker = mp.get_context('spawn').Process(target=print, args=(logits,))\nworker.start()", 2),
     "averaged model": ("model = nn.Linear(4, 2)\nmodel.last = model(torch.randn(1, 4))\nAveragedModel(model)", 3),
-    "losses": ("from dataclasses import dataclass, field\n\n@dataclass\nclass History:\n"
-               "    losses: list = field(default_factory=list)\n\nhistory = History([logits.sum() for _ in range(3)])\n"
-               "copy.deepcopy(history)", 8),
-    "hidden copy": ("class Holder:\n    def __init__(self, state):\n        self.state = state\n\n"
-                    "    def __deepcopy__(self, memo):\n        return Holder(copy.deepcopy(self.state, memo))\n\n"
-                    "copy.deepcopy(Holder({'out': logits}))", 6),
+    "losses": (("from dataclasses import dataclass, field\n\n@dataclass\nclass History:\n"
+                "    losses: list = field(default_factory=list)\n\nhistory = History([logits.sum() for _ in range(3)])\n"
+                "copy.deepcopy(history)"), 8),
+    "hidden copy": (("class Holder:\n    def __init__(self, state):\n        self.state = state\n\n"
+                     "    def __deepcopy__(self, memo):\n        return Holder(copy.deepcopy(self.state, memo))\n\n"
+                     "copy.deepcopy(Holder({'out': logits}))"), 6),
     "wrapped": ("snapshot_pipeline.snapshot({'outputs': logits})", 1),
     "fork loader": (("rows = TensorRows(nn.Linear(2, 2)(torch.randn(4, 2)), deepcopy_in_getitem=True)\n"
                      "next(iter(DataLoader(rows, batch_size=2, num_workers=1, multiprocessing_context='fork', timeout=60)))"),

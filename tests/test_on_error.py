@@ -16,9 +16,9 @@ from torch.optim.swa_utils import AveragedModel
 from torch.utils.data import DataLoader
 
 import graphleaf_edu
-from graphleaf_edu.dataloading import make_dataset
 from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
+from graphleaf_edu.dataloading import make_dataset
 from graphleaf_edu.on_error import NOTE_PREFIX, add_notes, explain_errors, grouped
 
 pytestmark = pytest.mark.usefixtures("quiet_torch_deprecations")
@@ -208,7 +208,7 @@ def test_a_send_walks_what_forkingpickler_sends_not_what_deepcopy_copies():
     __deepcopy__ hides nothing from pickle; real ForkingPickler.dumps is the judge."""
     from multiprocessing.reduction import ForkingPickler
 
-    import torch.multiprocessing  # noqa: F401
+    import torch.multiprocessing  # registers torch's reductions with ForkingPickler
 
     w = torch.randn(2, requires_grad=True)
     (w ** 2).sum().backward(create_graph=True)

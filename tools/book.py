@@ -44,7 +44,7 @@ import predict_prompts  # the one "Predict, then run" rule: which cells answer a
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 DOCS = ROOT / "docs"
-ZH = "zh-CN"  # the Chinese notebooks' folder, and the Chinese book's folder in the site
+ZH = course_stats.ZH  # the Chinese notebooks' folder, and the Chinese book's folder in the site
 LANGUAGE_LINKS = "language-links.json"  # docs/conf.py reads it from the staged sources
 
 GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course", "deep dive": "Deep dives",
@@ -258,7 +258,7 @@ def stage(staging: Path, entries: list[course_stats.Entry]) -> None:
 
 def chinese_entries(entries: list[course_stats.Entry]) -> list[course_stats.Entry]:
     """The notebooks of ``entries`` that have a Chinese twin."""
-    return [entry for entry in entries if (NOTEBOOKS / ZH / entry.path).is_file()]
+    return [entry for entry in entries if course_stats.has_chinese_twin(NOTEBOOKS, entry)]
 
 
 def chinese_index_page(readme: str, entries: list[course_stats.Entry]) -> str:

@@ -157,8 +157,7 @@ def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
     def link(entry: Entry) -> str:
         if twins is None:
             return f"[{SHORT_TITLE.sub('', entry.title)}]({entry.path})"
-        title = SHORT_TITLE.sub("", entry.title_zh or entry.title)
-        return f"[{title}]({entry.path})" if entry.path in twins else f"[{title}](../{entry.path}){ENGLISH_MARK}"
+        return chinese_link(SHORT_TITLE.sub("", entry.title_zh or entry.title), entry.path, twins, "", "../")
 
     def label(path: str) -> str:
         return path[:2] if path[:2].isdigit() else link(next(e for e in entries if e.path == path))
@@ -182,9 +181,28 @@ def following(entries: list[Entry], group: str) -> list[tuple[str, list[Entry]]]
     return [(after, [e for e in members if e.after == after]) for after in afters]
 
 
+def has_chinese_twin(folder: Path, entry: Entry) -> bool:
+    return (folder / ZH / entry.path).is_file()
+
+
 def chinese_twins(folder: Path) -> set[str]:
     """The course's paths that have a Chinese twin in ``folder/zh-CN/``."""
-    return {entry.path for entry in course(folder) if (folder / ZH / entry.path).is_file()}
+    return {entry.path for entry in course(folder) if has_chinese_twin(folder, entry)}
+
+
+def chinese_link(title: str, path: str, twins: set[str], chinese_root: str, english_root: str) -> str:
+    """A link from a Chinese page to the course's notebook ``path``: its Chinese twin (under
+    ``chinese_root``) where it has one, else the English notebook (under ``english_root``), marked （英文）."""
+    if path in twins:
+        return f"[{title}]({chinese_root}{path})"
+    return f"[{title}]({english_root}{path}){ENGLISH_MARK}"
+
+
+def with_section(text: str, start: str, end: str, section: str) -> str:
+    """``text`` with what stands between its ``start`` and ``end`` markers replaced by ``section``."""
+    before, _, rest = text.partition(start)
+    _, _, after = rest.partition(end)
+    return f"{before}{start}\n{section}\n{end}{after}"
 
 
 def update_map(path: Path, course_map_text: str) -> bool:
@@ -194,9 +212,7 @@ def update_map(path: Path, course_map_text: str) -> bool:
     cell = next((c for c in notebook.cells if MAP_START in c.source and MAP_END in c.source), None)
     if cell is None:
         raise ValueError(f"{path.name} has no cell with {MAP_START} ... {MAP_END}: add the markers where the map goes")
-    before, _, rest = cell.source.partition(MAP_START)
-    _, _, after = rest.partition(MAP_END)
-    source = f"{before}{MAP_START}\n{course_map_text}\n{MAP_END}{after}"
+    source = with_section(cell.source, MAP_START, MAP_END, course_map_text)
     if source == cell.source:
         return False
     cell.source = source

@@ -12,11 +12,11 @@ notes use (``graphleaf_edu.messages``), and the lessons that explain it.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import warnings
 from pathlib import Path
 
+import course_stats  # with_section: the one way text between two markers is replaced
 import torch
 
 from graphleaf_edu import causes as C
@@ -35,6 +35,7 @@ HEADER = ("the message", "run", "the fix, in one line", "explained in")
 CHINESE = {
     HEADER: ("错误信息", "运行", "一行说清修复", "讲解"),
     "; or ": "；或",
+    "; ": "；",
     "the same message, for a module that uses `torch.nn.utils.weight_norm`":
         "同一条信息，出现在用了 `torch.nn.utils.weight_norm` 的模块上",
     "the same message, after `backward(create_graph=True)`": "同一条信息，出现在 `backward(create_graph=True)` 之后",
@@ -63,21 +64,33 @@ def rows() -> list[tuple[str, str, str, str]]:
     return [
         (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
          f"{say(C.CACHED.fix)}; {M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
-         "`quick_fix`; `00_start_here` §2; `01`, `02`"),
+         lessons("`quick_fix`", "`00_start_here` §2", "`01`, `02`")),
         (words("the same message, for a module that uses `torch.nn.utils.weight_norm`"), say(M.INDEX_EXPLAIN_WEIGHT_NORM),
-         M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), "deep dive `in_the_wild` §1"),
+         M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), lessons(dive("in_the_wild", " §1"))),
         (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.NONLEAF_GRAD.fix),
-         "deep dive `what_deepcopy_does` §2; deep dive `in_the_wild` §6"),
+         lessons(dive("what_deepcopy_does", " §2"), dive("in_the_wild", " §6"))),
         (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", say(M.INDEX_EXPLAIN_DATASET), say(dataset_fix),
-         "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
-        (f"{WORKER}{STACK_OUT}", say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SAME_FIX), "`03_dataloader_workers`; deep dive `dataloader_workers`, \"`fork`\""),
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "`fork`"'))),
+        (f"{WORKER}{STACK_OUT}", say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SAME_FIX),
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "`fork`"'))),
         (cowardly, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_SENT)}",
          f"{say(M.SEND_FIX)}; {say(M.INDEX_FOR_A_DATASET)}",
-         "`03_dataloader_workers`; deep dive `dataloader_workers`, \"Why: `torch.multiprocessing`'s pickler\"; deep dive `in_the_wild` §7"),
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "Why: `torch.multiprocessing`\'s pickler"'),
+                 dive("in_the_wild", " §7"))),
         ("`DataLoader timed out after N seconds`" + words(" with `batch_size=None` (or a DataLoader that never returns)"),
          say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SEE_THE_ERROR),
-         "deep dive `dataloader_workers`, \"`batch_size=None`\""),
+         lessons(dive("dataloader_workers", ', "`batch_size=None`"'))),
     ]
+
+
+def dive(name: str, where: str = "") -> str:
+    """A deep dive (and a place in it) the index sends the reader to: in Chinese marked English, as the
+    deep dives have no Chinese twin yet (the quick fix and the core lessons have)."""
+    return f"deep dive `{name}`{where}" if language() == "en" else f"深入专题 `{name}`{where}（英文）"
+
+
+def lessons(*places: str) -> str:
+    return words("; ").join(places)
 
 
 def words(english):
@@ -85,20 +98,11 @@ def words(english):
     return english if language() == "en" else CHINESE[english]
 
 
-def explained_in(lessons: str) -> str:
-    """The index's last column in the language spoken: in Chinese the deep dives, still English only,
-    say so (the quick fix and the core lessons have Chinese twins)."""
-    if language() == "en":
-        return lessons
-    return re.sub(r'deep dive (`[^`]+`( §\d+|, "[^"]*")?)', r"深入专题 \1（英文）", lessons).replace("; ", "；")
-
-
 def block(lang: str = "en") -> str:
     with speaking(lang):
         header = words(HEADER)
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in (*row[:-1], explained_in(row[-1]))) + " |"
-                  for row in rows()]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows()]
         return "\n".join([*lines, "", words(CLONE_LINE).format(rule=say(M.CLONE_RULE))])
 
 
@@ -106,9 +110,7 @@ def with_block(readme: str, text: str) -> str:
     """``readme`` with the text between the error-index markers replaced by ``text``."""
     if readme.count(START) != 1 or readme.count(END) != 1 or readme.index(START) > readme.index(END):
         raise ValueError(f"README.md needs exactly one {START} line followed by one {END} line")
-    head, rest = readme.split(START)
-    _, tail = rest.split(END)
-    return f"{head}{START}\n{text}\n{END}{tail}"
+    return course_stats.with_section(readme, START, END, text)
 
 
 def main(argv: list[str]) -> int:

@@ -29,11 +29,8 @@ def cell(text: str) -> str:
 
 
 def row(entry: course_stats.Entry, twins: set[str]) -> str:
-    title = cell(entry.title_zh or entry.title)
-    if entry.path in twins:
-        link = f"[{title}](notebooks/{course_stats.ZH}/{entry.path})"
-    else:
-        link = f"[{title}](notebooks/{entry.path}){course_stats.ENGLISH_MARK}"
+    link = course_stats.chinese_link(cell(entry.title_zh or entry.title), entry.path, twins,
+                                     f"notebooks/{course_stats.ZH}/", "notebooks/")
     return f"| {link} | {cell(entry.summary_zh or entry.summary)} | {entry.minutes:.0f} |"
 
 
@@ -45,8 +42,8 @@ def notebook_map(entries: list[course_stats.Entry], twins: set[str]) -> str:
         if not members:
             continue
         translated = sum(entry.path in twins for entry in members)
-        parts += [f"**{heading}**：{len(members)} 个笔记本，约 {round(sum(e.minutes for e in members))} 分钟，"
-                  f"{translated} 个已有中文版", "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
+        parts += [(f"**{heading}**：{len(members)} 个笔记本，约 {round(sum(e.minutes for e in members))} 分钟，"
+                   f"{translated} 个已有中文版"), "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
                   *(row(entry, twins) for entry in members), ""]
     return "\n".join(parts).rstrip("\n")
 
@@ -58,9 +55,7 @@ def expected_map() -> str:
 def with_map(readme: str, map_text: str) -> str:
     if readme.count(MAP_START) != 1 or readme.count(MAP_END) != 1:
         raise SystemExit(f"{README.name} must hold one {MAP_START} and one {MAP_END} line, where the map goes")
-    before, _, rest = readme.partition(MAP_START)
-    _, _, after = rest.partition(MAP_END)
-    return f"{before}{MAP_START}\n{map_text}\n{MAP_END}{after}"
+    return course_stats.with_section(readme, MAP_START, MAP_END, map_text)
 
 
 def main(argv: list[str]) -> int:

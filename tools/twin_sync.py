@@ -32,11 +32,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import course_stats  # the course list: where the Chinese twins live
 import nbformat
 from IPython.core.inputtransformer2 import TransformerManager
 
 ROOT = Path(__file__).resolve().parent.parent
-ZH = "zh-CN"
+ZH = course_stats.ZH
 # Each folder of English notebooks that has Chinese twins, and where those twins live.
 TWIN_FOLDERS = [ROOT / "notebooks", ROOT / "instructor" / "exercises"]
 # The setup's one required difference: the package speaks Chinese.
