@@ -8,8 +8,8 @@
 - every install of the suite, in whatever cell and shape it stands (found by ``release.INSTALL``), is
   the release tag, ``graphleaf-edu @ git+<repository>@v<version>``, never a branch;
 - a header's "**Verified with**: torch X.Y" names the supported torch (``[tool.graphleaf-edu]``);
-- every lesson's header (the core's and the deep dives', and their Chinese twins' under ``zh-CN/``) ends
-  with an "Open in Colab" badge that opens that notebook itself at the release tag (a Chinese twin's badge
+- every lesson's header (the quick fix's, the core's and the deep dives', and their Chinese twins' under
+  ``zh-CN/``) ends with an "Open in Colab" badge that opens that notebook itself at the release tag (a Chinese twin's badge
   opens the Chinese notebook and says so in Chinese);
 - every code cell that answers a **Predict** prompt stores its outputs folded (``predict_prompts``).
 
@@ -35,6 +35,7 @@ from predict_prompts import fold_answers
 ROOT = release.ROOT
 REPOSITORY = release.repository()
 TAG = release.tag()
+QUICK_FIX = "quick_fix.ipynb"  # the page a person who just hit the error opens first
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_LABEL = {"en": "Open In Colab", twin_sync.ZH: "在 Colab 中打开"}
 INSTALL_WHERE_MISSING = f"""try:
@@ -79,8 +80,9 @@ def english_place(path: Path) -> Path:
 
 def colab_badge(notebook: nbformat.NotebookNode, path: Path) -> None:
     lesson = english_place(path)
-    core = re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", lesson.name) and lesson.parent == ROOT / "notebooks"
-    if not core and lesson.parent != ROOT / "notebooks" / "deep_dives":
+    on_top = lesson.parent == ROOT / "notebooks"
+    core = re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", lesson.name) and on_top
+    if not core and not (on_top and lesson.name == QUICK_FIX) and lesson.parent != ROOT / "notebooks" / "deep_dives":
         return
     header = notebook.cells[0]
     url = release.colab_url(release.github_owner_and_name(REPOSITORY), TAG, path.relative_to(ROOT).as_posix())
