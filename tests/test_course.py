@@ -21,7 +21,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import course_stats  # a maintainer script, imported from tools/
 
 QUICK_FIX = NOTEBOOKS / "quick_fix.ipynb"
-CORE_MINUTES, CORE_LESSON_MINUTES, DEEP_DIVE_MINUTES, QUICK_FIX_MINUTES = 45, 12, 25, 10
+# The core by the formula: at most an hour (issue 34: each term explained where it first appears and the
+# Predict questions asked before they are told cost words; the core worked through is to stay within 60).
+CORE_MINUTES, CORE_LESSON_MINUTES, DEEP_DIVE_MINUTES, QUICK_FIX_MINUTES = 60, 15, 25, 10
 CORE_GL_NAMES = 8
 TRACEBACK_LINES, SUITE_TRACEBACK_LINES = 15, 300
 LESSONS = [*lessons(), *deep_dives()]
@@ -42,7 +44,7 @@ def test_quick_fix_fits_in_ten_minutes():
     assert course_stats.stats(QUICK_FIX, NOTEBOOKS).minutes <= QUICK_FIX_MINUTES
 
 
-def test_the_core_fits_in_45_minutes_and_each_of_its_lessons_in_12():
+def test_the_core_fits_in_an_hour_and_each_of_its_lessons_in_15_minutes():
     minutes = {path.name: round(course_stats.stats(path, NOTEBOOKS).minutes, 1) for path in lessons()}
     assert sum(minutes.values()) <= CORE_MINUTES, minutes
     assert max(minutes.values()) <= CORE_LESSON_MINUTES, minutes

@@ -9,7 +9,7 @@ import sys
 import tokenize
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, is_solution_heading, read
+from notebook_files import NOTEBOOKS, ROOT, chinese_twins, is_solution_heading, lessons, read
 
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats
@@ -26,6 +26,11 @@ GIVES_AWAY = re.compile(r"\b(True|False|raises?|raised|works?|worked|fails?|fail
 # A comment in an answer cell that tells the outcome before the cell runs.
 OUTCOME_COMMENT = re.compile(r"\b(raises?|raised|fails?|failed|works?|worked|succeeds?|non-leaf|a leaf|cannot|can't"
                              rf"|\w+Error)\b|(?<![=\w])(True|False)\b|{CHINESE_OUTCOMES}")
+# A heading above a prompt that tells the outcome ("Why `copy.deepcopy` refuses", "Results that *are* leaves").
+OUTCOME_HEADING = re.compile(r"\b(refuses?|refused|raises?|raised|fails?|failed|works?|worked|succeeds?|breaks?|cannot"
+                             r"|can't|impossible)\b|\b(is|are)\s+(a\s+)?(non-)?lea(f|ves)\b"
+                             rf"|{CHINESE_OUTCOMES}|拒绝|本身就是")
+CORE = [*lessons(), *chinese_twins(lessons())]
 TASK_BY_NAME = re.compile(r'\btask="([^"]+)"')
 SOLUTION_CHECK = re.compile(r"\bTASKS\[['\"][^'\"]+['\"]\]\.done\(")
 
@@ -84,6 +89,28 @@ def test_every_answer_is_stored_folded_behind_a_neutral_line(path):
         line = predict_prompts.placeholder_line(cell)
         assert not GIVES_AWAY.search(line), f"the folded placeholder shows {line!r}: {where}"
         assert not predict_prompts.starts_with_a_table(cell), f"the placeholder shows a table's first line {line!r}: {where}"
+
+
+@pytest.mark.parametrize("path", CORE, ids=ids)
+def test_no_heading_above_a_core_prompt_tells_the_outcome(path):
+    """Part of issue 34's rule that a machine can hold: the text a student reads before a prompt (since the
+    previous code cell) gives what they need to reason, never the result; a heading that names the outcome
+    gives it. Whether the sentences do is for a reader who did not write them."""
+    for index, before in predict_prompts.text_before_prompts(read(path)):
+        for heading in predict_prompts.headings(before):
+            told = OUTCOME_HEADING.search(heading.replace("*", ""))
+            assert not told, f"cell {index}: the heading {heading!r} tells the outcome ({told.group(0)!r}) before the prompt"
+
+
+def test_a_heading_that_tells_the_outcome_is_found():
+    notebook = read(NOTEBOOKS / "00_start_here.ipynb")
+    asked = [index for index, _ in predict_prompts.text_before_prompts(notebook)]
+    assert len(asked) >= 3 and all(predict_prompts.is_prompt(notebook.cells[i]) for i in asked)
+    for told in ("## 3. Results that *are* leaves", "## 2. Why `copy.deepcopy` refuses", "## 3. *本身就是*叶子节点的结果"):
+        assert OUTCOME_HEADING.search(told.replace("*", "")), told
+    for neutral in ("## 1. Leaves and `grad_fn`", "## 3. Four more results", "## Scenario 2: a copied model output",
+                    "## 1. 叶子节点与 `grad_fn`"):
+        assert not OUTCOME_HEADING.search(neutral), neutral
 
 
 @pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=ids)

@@ -68,6 +68,21 @@ def answer_cells(notebook: nbformat.NotebookNode) -> Iterator[tuple[int, nbforma
             yield asked, cell
 
 
+def text_before_prompts(notebook: nbformat.NotebookNode) -> Iterator[tuple[int, str]]:
+    """(index of each prompt cell, the Markdown a student reads before its answer runs): every Markdown cell
+    since the previous code cell, the prompt's own cell included (headings too)."""
+    since = 0
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            since = index + 1
+        elif is_prompt(cell):
+            yield index, "\n\n".join(c.source for c in notebook.cells[since:index + 1])
+
+
+def headings(markdown: str) -> list[str]:
+    return [line.strip() for line in markdown.split("\n") if line.lstrip().startswith("#")]
+
+
 def folded(cell: nbformat.NotebookNode) -> bool:
     return cell.metadata.get("jupyter", {}).get("outputs_hidden") is True and cell.metadata.get("collapsed") is True
 
