@@ -7,6 +7,9 @@ The core needs torch only and loads with the package:
     safe_deepcopy       deepcopy with non-leaf tensors detached (warns DetachedTensorsWarning)
     explain_errors      `with explain_errors(): ...`: a graph-leaves error gets notes naming each culprit;
                         also `%load_ext graphleaf_edu` (IPython) and `python -m graphleaf_edu SCRIPT`
+    check_copyable      a library's test: one training step, then deepcopy, a torch.multiprocessing send
+                        and a state_dict round trip (-> CopyableCheck; fails with NotCopyableError);
+                        `pytest --graphleaf` (graphleaf_edu_pytest) explains errors in every test
 
 Everything else loads on first use (``_LAZY`` below), so a training job that imports the package
 pays for none of it; a name whose extra is missing says which one to install:
@@ -28,7 +31,7 @@ Package map (data flows down; only notebooks import ``widgets``; docs/package-ma
                         slots, items; deepcopy_reducers: reduced objects and known reducers
     paths, causes       each finding's path from root (resolve follows it); its cause and fix
     diagnose, findings  the one verdict (deepcopy_blocker), find_nonleaf, explain; Finding(s), reports
-    copying             safe_deepcopy; on_error: notes on a graph error at the user's line;
+    copying             safe_deepcopy; copyable: check_copyable; on_error: notes on a graph error at the user's line;
                         keep_going: python -m graphleaf_edu --keep-going, every cause in one run
     graphs              draw, the one grad_fn walk; graph_picture: the picture itself
     scenarios/          engine, source (the real code shown), catalog/ (one module per scenario),
@@ -44,6 +47,7 @@ import importlib.util
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from graphleaf_edu.copyable import CopyableCheck, NotCopyableError, check_copyable
 from graphleaf_edu.copying import DetachedTensorsWarning, safe_deepcopy
 from graphleaf_edu.diagnose import (
     Finding,
@@ -103,6 +107,7 @@ __all__ = [
     "SCENARIOS",
     "VERIFIED_TORCH",
     "AutogradGraph",
+    "CopyableCheck",
     "DetachedTensorRows",
     "DetachedTensorsWarning",
     "Finding",
@@ -111,10 +116,12 @@ __all__ = [
     "GpuFactChanged",
     "GpuLesson",
     "LoaderOutcome",
+    "NotCopyableError",
     "Outcome",
     "Scenario",
     "TensorInfo",
     "TensorRows",
+    "check_copyable",
     "dataloader_lab",
     "deepcopy_blocker",
     "describe",

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
     {"errors", "i18n", "messages", "places", "tables", "tracebacks", "notebook", "kernels"},
     {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose"},
-    {"copying", "graph_picture", "on_error", "keep_going"},
+    {"copying", "copyable", "graph_picture", "on_error", "keep_going"},
     {"graphs", "dataloading"},
     {"scenarios"},
     {"views", "gpu_probes"},
