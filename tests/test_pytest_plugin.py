@@ -155,7 +155,7 @@ def test_loading_the_plugin_imports_neither_torch_nor_the_package(pytester):
         def test_nothing_heavy_loaded():
             assert "torch" not in sys.modules and "graphleaf_edu" not in sys.modules
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:nbval")  # nbval: slow to load, beside the point
     result.assert_outcomes(passed=1)
 
 
