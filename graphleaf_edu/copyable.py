@@ -67,6 +67,17 @@ class NotCopyableError(AssertionError):
     Attributes:
         failed: the checks that failed, of ``"deepcopy"``, ``"send"``, ``"state_dict"``.
         paths: the path of each tensor the reports name (``".cache"``), each once.
+
+    Example:
+        >>> class Cached(torch.nn.Linear):
+        ...     def forward(self, x):
+        ...         self.last = super().forward(x)
+        ...         return self.last
+        >>> try:
+        ...     gl.check_copyable(Cached(3, 2), torch.ones(4, 3))
+        ... except gl.NotCopyableError as error:
+        ...     print(error.failed, error.paths, isinstance(error, AssertionError))
+        ('deepcopy', 'send') ('.last',) True
     """
 
     def __init__(self, message: str, failed: tuple[str, ...] = (), paths: tuple[str, ...] = ()):
@@ -86,6 +97,16 @@ class CopyableCheck:
         sent: what was sent through torch.multiprocessing's pickler: ``"module"``, or
             ``"state_dict"`` for a parametrized module (PyTorch pickles those by state_dict only).
         state_dict_entries: the number of entries the ``state_dict`` round trip compared.
+
+    Example:
+        >>> checked = gl.check_copyable(torch.nn.Linear(3, 2), torch.ones(4, 3))
+        >>> checked.backward, checked.sent, checked.state_dict_entries
+        (True, 'module', 2)
+        >>> print(checked)
+        check_copyable on this Linear, after one forward and backward pass in training mode (...):
+        passed: copy.deepcopy(module)
+        passed: sending the module through torch.multiprocessing's pickler (...)
+        passed: state_dict round trip: torch.save, torch.load(weights_only=True), load_state_dict into a fresh copy, every entry equal
     """
 
     type_name: str
@@ -121,9 +142,9 @@ def check_copyable(module: nn.Module, *example_inputs: Any, backward: bool = Tru
 
     Args:
         module: the module to check, as users get it (built, on its device).
-        *example_inputs: the positional inputs of one forward pass (tensors, a dict, ...).
+        example_inputs: the positional inputs of one forward pass (tensors, a dict, ...).
         backward: also run a backward pass of the outputs' sum (as a training step does).
-        **example_kwargs: the keyword inputs of the forward pass.
+        example_kwargs: the keyword inputs of the forward pass.
 
     Returns:
         A ``CopyableCheck`` saying what was checked, when every check passes.

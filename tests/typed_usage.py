@@ -32,6 +32,10 @@ def core() -> list[str]:
     warning = caught[0].message
     paths = assert_type(warning.paths, tuple[str, ...]) if isinstance(warning, gl.DetachedTensorsWarning) else ()
     assert copied["cache"].grad_fn is None and not assert_type(info.deepcopy_ok, bool)
+    checked = assert_type(gl.check_copyable(torch.nn.Linear(2, 2), torch.ones(1, 2), backward=True), gl.CopyableCheck)
+    refused = gl.NotCopyableError("a message", failed=("deepcopy",), paths=(".cache",))
+    assert isinstance(refused, AssertionError) and assert_type(refused.paths, tuple[str, ...]) == (".cache",)
+    assert assert_type(checked.sent, str) == "module" and assert_type(refused.failed, tuple[str, ...])
     return [assert_type(first.path, str), assert_type(findings.report(), str).splitlines()[0], *paths]
 
 
