@@ -52,7 +52,7 @@ GROUP_CAPTIONS = {"quick fix": "I just hit this error", "core": "The core course
 GROUP_CAPTIONS_ZH = {"quick fix": "刚遇到这个错误？", "core": "核心课程", "deep dive": "深入专题", "exercise": "练习"}
 # docs/ pages by reader; a page not named here (a new one) goes with the maintainers' pages.
 DOC_SECTIONS = {
-    "Using the suite": ["running", "windows", "api", "package-map", "glossary"],
+    "Using the suite": ["running", "windows", "api", "library-ci", "package-map", "glossary"],
     "For instructors": ["instructors", "classroom"],
     "For maintainers": ["contributing", "releasing", "moving-torch", "translating", "benchmarks", "gpu-run"],
 }
