@@ -172,8 +172,8 @@ def test_clean_modules_pass_and_say_what_was_checked(model):
         "passed: " + ("sending its state_dict through torch.multiprocessing's pickler (a parametrized module is "
                       "sent that way only: PyTorch's rule)" if model is Parametrized else
                       "sending the module through torch.multiprocessing's pickler (as a queue or a spawned process does)"),
-        "passed: state_dict round trip: torch.save, torch.load(weights_only=True), load_state_dict into a fresh copy, "
-        "every entry equal",
+        ("passed: state_dict round trip: torch.save, torch.load(weights_only=True), load_state_dict into a fresh copy, "
+        "every entry equal"),
     ]
     assert module.training is False  # put back after the step ran in training mode
 

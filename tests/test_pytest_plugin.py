@@ -7,10 +7,12 @@ import re
 from importlib import metadata
 
 import pytest
-import torch  # noqa: F401 - loaded before pytester's in-process runs, which drop the modules they import
-                 # (torch's C extension cannot be imported twice)
 
-import graphleaf_edu  # noqa: F401 - the same, for what --graphleaf imports
+# Loaded before pytester's in-process runs, which drop the modules they import: torch's C extension cannot
+# be imported twice (torch for the tests' own imports, graphleaf_edu for what --graphleaf imports).
+import torch  # noqa: F401
+
+import graphleaf_edu  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
