@@ -25,6 +25,7 @@ QUICK_FIX = NOTEBOOKS / "quick_fix.ipynb"
 # Predict questions asked before they are told cost words; the core worked through is to stay within 60).
 CORE_MINUTES, CORE_LESSON_MINUTES, DEEP_DIVE_MINUTES, QUICK_FIX_MINUTES = 60, 15, 25, 10
 CORE_GL_NAMES = 8
+CORE_MEASURED_MINUTES = 60  # a reader's minutes for the whole core (course.toml's measured), issue 34
 TRACEBACK_LINES, SUITE_TRACEBACK_LINES = 15, 300
 LESSONS = [*lessons(), *deep_dives()]
 
@@ -197,6 +198,16 @@ def test_the_course_minutes_are_the_estimate(entry):
     estimate = course_stats.stats(NOTEBOOKS / entry.path, NOTEBOOKS).minutes
     assert entry.minutes == pytest.approx(estimate, abs=0.051), \
         f"{entry.path}: course.toml says {entry.minutes}, the estimate is {estimate:.1f} (python tools/course_stats.py --update)"
+
+
+def test_each_core_lesson_records_its_measured_minutes_and_the_core_meets_its_target():
+    """``measured``: what a reader who did not write a lesson took (0 until measured); only core lessons."""
+    assert all((entry.measured is not None) == (entry.group == "core") for entry in COURSE), \
+        "every core lesson, and only a core lesson, has measured = minutes (0: not measured yet)"
+    measured = [entry.measured for entry in COURSE if entry.group == "core"]
+    assert all(minutes >= 0 for minutes in measured)
+    if all(measured):
+        assert sum(measured) <= CORE_MEASURED_MINUTES, measured
 
 
 @pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)

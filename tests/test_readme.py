@@ -13,7 +13,8 @@ from notebook_files import BREAK_BETWEEN_CHINESE
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-import readme_zh_map  # a maintainer script from tools/
+import course_stats  # maintainer scripts from tools/
+import readme_zh_map
 
 README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
@@ -71,11 +72,15 @@ def test_every_file_the_readme_names_exists():
     assert not missing, f"the README names files that do not exist: {missing}"
 
 
-def test_every_notebook_in_the_readme_map_exists():
-    notebooks = {path.stem for path in (ROOT / "notebooks").rglob("*.ipynb") if "exercises" not in path.parts}
-    listed = LESSON_ROW.findall(README.read_text())
-    assert "quick_fix" in listed and len(listed) > 5
-    assert set(listed) <= notebooks, set(listed) - notebooks
+def test_the_readmes_core_table_is_the_core_of_the_course_list_with_its_minutes():
+    """The core's table lists the core's lessons, in order, and no other group (the quick fix has its own);
+    its minutes are those 00's map adds up."""
+    text = README.read_text()
+    core = [entry for entry in course_stats.course(ROOT / "notebooks") if entry.group == "core"]
+    assert LESSON_ROW.findall(text) == [Path(entry.path).stem for entry in core]
+    assert f"The **core** ({course_stats.whole_minutes(core)} minutes by the course's estimate" in text, \
+        "write the core's minutes as 00's map shows them (python tools/course_stats.py)"
+    assert "`quick_fix`" in text
 
 
 def test_links_resolve_check_catches_a_missing_file_and_a_missing_heading(tmp_path):

@@ -25,7 +25,7 @@ import nbformat
 COURSE_FILE = "course.toml"
 GROUPS = ("quick fix", "core", "deep dive", "exercise")
 KEYS = {"path", "group", "minutes", "title", "summary"}
-OPTIONAL_KEYS = {"after", "title_zh", "summary_zh"}
+OPTIONAL_KEYS = {"after", "title_zh", "summary_zh", "measured"}
 WORDS_PER_MINUTE = 120
 MINUTES_PER_CODE_CELL = 0.5
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -52,6 +52,7 @@ class Entry:
     after: str | None = None
     title_zh: str | None = None
     summary_zh: str | None = None
+    measured: float | None = None  # a core lesson's minutes, as a reader took them (0: not measured yet)
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,12 @@ MAP_WORDS = {
 }
 
 
+def whole_minutes(entries: list[Entry]) -> int:
+    """The minutes of ``entries`` as a map shows them: each notebook's whole minutes, added up, so that
+    a total is the sum of the rows above it (rounding the sum instead can differ by a minute or more)."""
+    return sum(round(entry.minutes) for entry in entries)
+
+
 def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
     """00's map of the course, as Markdown: the core with its minutes, then the deep dives and the
     exercises, each under the notebook it follows. With ``twins`` (the paths that have a Chinese twin)
@@ -163,9 +170,8 @@ def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
         return path[:2] if path[:2].isdigit() else link(next(e for e in entries if e.path == path))
 
     core = [e for e in entries if e.group == "core"]
-    total = sum(e.minutes for e in core)
-    lines = [words.core, "| --- | --- |", *(f"| {link(e)} | {e.minutes:.0f} |" for e in core),
-             f"| {words.total.format(count=len(core))} | **{total:.0f}** |", ""]
+    lines = [words.core, "| --- | --- |", *(f"| {link(e)} | {round(e.minutes)} |" for e in core),
+             f"| {words.total.format(count=len(core))} | **{whole_minutes(core)}** |", ""]
     for group, heading, after_words in (("deep dive", words.deep_dives, words.read_after),
                                         ("exercise", words.exercises, words.do_after)):
         parts = [after_words.format(label(after)) + words.comma.join(map(link, members))

@@ -31,7 +31,7 @@ def cell(text: str) -> str:
 def row(entry: course_stats.Entry, twins: set[str]) -> str:
     link = course_stats.chinese_link(cell(entry.title_zh or entry.title), entry.path, twins,
                                      f"notebooks/{course_stats.ZH}/", "notebooks/")
-    return f"| {link} | {cell(entry.summary_zh or entry.summary)} | {entry.minutes:.0f} |"
+    return f"| {link} | {cell(entry.summary_zh or entry.summary)} | {round(entry.minutes)} |"
 
 
 def notebook_map(entries: list[course_stats.Entry], twins: set[str]) -> str:
@@ -42,7 +42,7 @@ def notebook_map(entries: list[course_stats.Entry], twins: set[str]) -> str:
         if not members:
             continue
         translated = sum(entry.path in twins for entry in members)
-        parts += [(f"**{heading}**：{len(members)} 个笔记本，约 {round(sum(e.minutes for e in members))} 分钟，"
+        parts += [(f"**{heading}**：{len(members)} 个笔记本，约 {course_stats.whole_minutes(members)} 分钟，"
                    f"{translated} 个已有中文版"), "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
                   *(row(entry, twins) for entry in members), ""]
     return "\n".join(parts).rstrip("\n")
