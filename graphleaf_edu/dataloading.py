@@ -71,8 +71,10 @@ class TensorRows(Dataset):
 class DetachedTensorRows(TensorRows):
     """The fix for ``TensorRows``: the data leaves the graph once, when the dataset is built.
 
-    Stores ``data.detach().clone()``: rows without ``grad_fn`` that every worker can copy and
-    receive, in memory of its own (``data`` is not touched).
+    Stores ``data.detach()``: rows without ``grad_fn`` that every worker can copy and receive, on
+    ``data``'s own memory (``data`` keeps its graph). A ``spawn`` or ``forkserver`` DataLoader
+    moves that memory into shared memory when it sends the dataset to a worker, ``data``'s too (the
+    same storage). Pass ``data.detach().clone()`` only if ``data`` is later changed in place.
 
     Args:
         data: the rows, one per item; may be part of an autograd graph.
@@ -86,7 +88,7 @@ class DetachedTensorRows(TensorRows):
     """
 
     def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):
-        super().__init__(data.detach().clone(), deepcopy_in_getitem)
+        super().__init__(data.detach(), deepcopy_in_getitem)
 
 
 def make_dataset(*, deepcopy_in_getitem: bool, detach_at_construction: bool) -> TensorRows:

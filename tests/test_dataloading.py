@@ -161,11 +161,18 @@ def test_datasets_pickle_as_torch_multiprocessing_would_send_them():
     assert type(received) is DetachedTensorRows and torch.equal(received.data, fixed.data)
 
 
-def test_detaching_dataset_leaves_the_given_tensor_alone():
+def test_detaching_dataset_shares_the_given_tensors_memory_and_leaves_its_graph():
     x = torch.ones(ROWS, FEATURES, requires_grad=True)
     data = x * 2
     dataset = DetachedTensorRows(data)
     assert data.grad_fn is not None and not data.is_leaf
     assert dataset.data.is_leaf and not dataset.data.requires_grad
-    assert dataset.data.untyped_storage().data_ptr() != data.untyped_storage().data_ptr()
+    assert dataset.data.untyped_storage().data_ptr() == data.untyped_storage().data_ptr()  # detach(): no copy
     assert isinstance(dataset, TensorRows) and torch.equal(dataset[0], data[0].detach())
+
+
+def test_sending_a_detached_dataset_moves_the_given_tensors_memory_into_shared_memory():
+    data = torch.ones(ROWS, FEATURES, requires_grad=True) * 2
+    assert not data.is_shared()
+    ForkingPickler.dumps(DetachedTensorRows(data))  # what a spawn or forkserver DataLoader does at start
+    assert data.is_shared() and data.grad_fn is not None
