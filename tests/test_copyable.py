@@ -88,6 +88,18 @@ class OldWeightNorm(nn.Module):
         return self.proj(x)
 
 
+class OldSpectralNorm(nn.Module):
+    """The old torch.nn.utils.spectral_norm: each training forward updates its u and v buffers in place
+    (put back afterwards) and leaves weight non-leaf."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.utils.spectral_norm(nn.Linear(3, 2))
+
+    def forward(self, x):
+        return self.proj(x)
+
+
 class Parametrized(nn.Module):
     """Its fix: torch.nn.utils.parametrizations.weight_norm."""
 
@@ -195,6 +207,8 @@ BROKEN = [
      "store `.detach()`ed tensors in it, or clear it before copying", ("deepcopy", "send")),
     (OldWeightNorm, ".proj.weight", "old torch.nn.utils.weight_norm",
      "use `torch.nn.utils.parametrizations.weight_norm`", ("deepcopy", "send")),
+    (OldSpectralNorm, ".proj.weight", "spectral_norm (old API) after a forward",
+     "use `torch.nn.utils.parametrizations.spectral_norm`", ("deepcopy", "send")),
 ]
 
 
