@@ -15,6 +15,7 @@ imports it in every run, and graphleaf_edu is imported only by a run that asks f
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
@@ -35,27 +36,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class Explaining:
-    """The hooks ``--graphleaf`` adds: each phase of a test inside ``explain_errors``."""
-
-    def __init__(self) -> None:
-        from graphleaf_edu import explain_errors
-
-        self.explain_errors = explain_errors
+    """The hooks ``--graphleaf`` adds: each phase of a test inside ``explain_errors``. The package (and
+    torch) is imported at the first test's setup, after collection: a conftest or test module that sets
+    what must be set before torch is imported (threads, visible devices) still comes first."""
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self.explain_errors():
+        with _explain_errors()():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self.explain_errors():
+        with _explain_errors()():
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-        with self.explain_errors():
+        with _explain_errors()():
             return (yield)
+
+
+def _explain_errors() -> Callable[[], AbstractContextManager[None]]:
+    from graphleaf_edu import explain_errors
+
+    return explain_errors
 
 
 @pytest.fixture

@@ -150,14 +150,21 @@ def test_the_copyable_fixture_is_check_copyable(pytester):
                                  "*1. root.cache  (AddmmBackward0, shape (4, 2), cpu)*"])
 
 
-def test_loading_the_plugin_imports_neither_torch_nor_the_package(pytester):
+@pytest.mark.parametrize("explained", [False, True], ids=["plain", "graphleaf"])
+def test_nothing_heavy_is_imported_before_the_first_test(pytester, explained):
+    """Loading the plugin imports neither torch nor the package; ``--graphleaf`` imports the package at
+    the first test's setup, after every conftest and test module was imported."""
     pytester.makepyfile("""
         import sys
 
-        def test_nothing_heavy_loaded():
-            assert "torch" not in sys.modules and "graphleaf_edu" not in sys.modules
-    """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:nbval")  # nbval: slow to load, beside the point
+        AT_COLLECTION = {"torch", "graphleaf_edu"} & set(sys.modules)
+
+        def test_nothing_heavy_loaded_before():
+            assert AT_COLLECTION == set()
+            assert ("graphleaf_edu" in sys.modules) == EXPLAINED
+    """.replace("EXPLAINED", str(explained)))
+    options = ["--graphleaf"] if explained else []
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:nbval", *options)  # nbval: slow to load
     result.assert_outcomes(passed=1)
 
 
