@@ -102,6 +102,13 @@ def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed_and_the_catalogs(di
     assert {f"graphleaf_edu-{version}/{name}" for name in ("graphleaf_edu/py.typed", f"{CATALOG}.po", f"{CATALOG}.mo")} <= set(names)
 
 
+def test_the_wheel_ships_the_pytest_plugin_and_its_entry_point(wheel):
+    archive = zipfile.ZipFile(wheel)
+    assert "graphleaf_edu_pytest/__init__.py" in archive.namelist()
+    (entry_points,) = [name for name in archive.namelist() if name.endswith(".dist-info/entry_points.txt")]
+    assert "[pytest11]\ngraphleaf = graphleaf_edu_pytest" in archive.read(entry_points).decode()
+
+
 def test_core_in_a_venv_with_only_torch(core_venv):
     venv = core_venv
     result = run_in(venv, f"""
