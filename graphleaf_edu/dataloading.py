@@ -142,7 +142,7 @@ class LoaderOutcome:
         return {
             say("start method"): self.start_method if self.num_workers else say("(main process)"),
             say("workers"): self.num_workers,
-            "deepcopy in __getitem__": self.deepcopy_in_getitem,
+            say("deepcopy in __getitem__"): self.deepcopy_in_getitem,
             say("detach at construction"): self.detach_at_construction,
             "batch_size": self.batch_size,
             say("result"): self.summary(),

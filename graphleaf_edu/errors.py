@@ -18,6 +18,7 @@ __all__ = [
     "COWARDLY",
     "COWARDLY_MESSAGE",
     "GRAPH_LEAVES",
+    "GRAPH_LEAVES_GLOSS",
     "GRAPH_LEAVES_MESSAGE",
     "WORKER_ERROR",
     "cause_line",
@@ -47,9 +48,12 @@ COWARDLY_MESSAGE = (
 
 # A piece of each PyTorch message the package quotes, and what it means, for ``gloss``. The English
 # is for the translator: English users read PyTorch's own words and get no gloss.
+# The one gloss of the graph-leaves message: a faithful translation of PyTorch's words, which every
+# Chinese page that glosses the message quotes as the catalog words it (tests/test_chinese_words.py).
+GRAPH_LEAVES_GLOSS = N_("Gloss of PyTorch's graph-leaves error, word for word: at the moment only tensors created "
+                        "explicitly by the user (the graph's leaves) support the deepcopy protocol.")
 _GLOSSES = (
-    (GRAPH_LEAVES, N_("Gloss of PyTorch's graph-leaves error: only tensors the user made directly (the graph's "
-                      "leaves) can be deep-copied; a non-leaf tensor, one with a grad_fn, cannot.")),
+    (GRAPH_LEAVES, GRAPH_LEAVES_GLOSS),
     (COWARDLY, N_("Gloss of torch.multiprocessing's refusal: a non-leaf tensor that requires grad is not sent to "
                   "another process, as autograd does not cross processes; to send the data, detach() it first.")),
     (WORKER_ERROR, N_("Gloss of a DataLoader worker's error: the error happened in a worker process; the worker's "

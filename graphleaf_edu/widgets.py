@@ -203,7 +203,8 @@ class DataLoaderLab(_Explorer):
         self.num_workers = widgets.Dropdown(options=[0, 1, 2], value=1, description="num_workers", **label)
         self.batch_size = widgets.Dropdown(options=[("4", 4), ("None", None)], value=4, description="batch_size",
                                            **label)
-        self.deepcopy_in_getitem = widgets.Checkbox(value=True, description="deepcopy in __getitem__", **label)
+        self.deepcopy_in_getitem = widgets.Checkbox(value=True, description=say("deepcopy in __getitem__"),
+                                                   **label)
         self.detach_at_construction = widgets.Checkbox(value=False, description=say("detach at construction"),
                                                       **label)
         self.run = widgets.Button(description=say("run DataLoader"), button_style="primary")

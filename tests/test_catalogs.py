@@ -210,7 +210,7 @@ def test_a_dataloader_run_reads_the_same_in_both_languages_but_its_words():
     fields = ("ok", "error_type", "error_line", "cause_line", "batches", "batch_shape")
     assert [getattr(chinese, f) for f in fields] == [getattr(english, f) for f in fields]
     assert not chinese.ok
-    assert chinese.summary().startswith(english_summary + " （意思是：只有用户直接创建的张量")
+    assert chinese.summary().startswith(english_summary + " （意思是：目前只有用户显式创建的张量")
     table = gl.outcome_table([chinese])
     assert table.startswith("启动方式") and "（主进程）" in table
 
@@ -340,7 +340,7 @@ def notes_for(lang: str) -> list[str]:
 
 def test_the_notes_on_an_error_are_chinese_and_say_as_much_as_the_english():
     english, chinese = notes_for("en"), notes_for("zh-CN")
-    assert chinese[0].startswith("graphleaf_edu: （意思是：只有用户直接创建的张量")
+    assert chinese[0].startswith("graphleaf_edu: （意思是：目前只有用户显式创建的张量")
     assert len(chinese) == len(english) + 1  # PyTorch's message glossed first
     assert all(note.startswith("graphleaf_edu: ") for note in chinese)
     assert [note.split("：")[0].split(" ")[1] for note in chinese if "root." in note] == [
@@ -406,8 +406,8 @@ def test_an_exercise_says_its_title_status_and_the_framework_words_in_chinese():
     english = [check_leaf_flags(answer).message for answer in (3, predict, predict_a_list)]
     speak("zh-CN")
     not_a_function, stub, not_a_dict = (check_leaf_flags(answer) for answer in (3, predict, predict_a_list))
-    assert not_a_function.message.startswith("✘ 练习 1 · 叶子标志 — 再试一次：请传入你的函数本身")
-    assert stub.message.startswith("… 练习 1 · 叶子标志 — 还没完成：predict() 仍然抛出 NotImplementedError")
+    assert not_a_function.message.startswith("✘ 练习 1 · 预测三个标志 — 再试一次：请传入你的函数本身")
+    assert stub.message.startswith("… 练习 1 · 预测三个标志 — 还没完成：predict() 仍然抛出 NotImplementedError")
     assert "应该返回一个以 'c', " in not_a_dict.message
     assert [f.status for f in (not_a_function, stub, not_a_dict)] == ["try again", "not yet", "try again"]
     assert english[0].startswith("✘ Exercise 1 · leaf flags — try again: pass your function itself")

@@ -1,5 +1,6 @@
 """The README's error index is what tools/error_index.py makes of the package's message constants, and
 it quotes the fixes in the notes' own words."""
+import re
 import sys
 from pathlib import Path
 
@@ -39,3 +40,9 @@ def test_the_chinese_index_marks_each_deep_dive_english_and_nothing_else():
     for cell in lesson_cells:
         for part in cell.removesuffix(" |").split("；"):
             assert part.endswith("（英文）") == part.startswith("深入专题"), part
+
+
+def test_the_chinese_index_joins_its_clauses_with_full_width_punctuation():
+    """Between Chinese words a list is joined by ；、，, not by "; " or ", " (which stay inside code)."""
+    outside_code = re.sub(r"`[^`]*`", "", error_index.block("zh-CN"))
+    assert not re.findall(r".{0,12}[;,] .{0,12}", outside_code)

@@ -6,7 +6,10 @@ and compile it to the ``.mo`` the package loads (``make catalogs``; docs/transla
 
 A message reaches the catalogs by being written as a literal inside ``N_(...)``, ``say(...)`` or
 ``say_n(..., ...)`` (graphleaf_edu/i18n.py), or as an exercise's title in ``@exercise(...)``. The files carry no dates or line numbers, so running
-this twice changes nothing and a moved line makes no diff.
+this twice changes nothing and a moved line makes no diff. They carry no ``#`` comments either: a
+note for the translator is a ``# Translators:`` comment in the code (it reaches the ``.po`` as ``#.``),
+and the previous English of a changed message (``#| msgid``) is not kept, as it outlives the change
+and ends up above an unrelated message.
 """
 from __future__ import annotations
 
@@ -75,6 +78,9 @@ def updated(language: str, source: Catalog) -> Catalog:
     for name, value in HEADER_FIELDS.items():
         setattr(catalog, name, value)
     catalog.update(source, update_header_comment=False)
+    for message in catalog:
+        message.user_comments = []  # a stale previous msgid read back as a comment ("# | msgid ...")
+        message.previous_id = []
     catalog.creation_date = catalog.revision_date = DATE
     catalog.obsolete.clear()
     return catalog
@@ -82,7 +88,7 @@ def updated(language: str, source: Catalog) -> Catalog:
 
 def po_bytes(catalog: Catalog) -> bytes:
     out = io.BytesIO()
-    write_po(out, catalog, width=0, include_lineno=False, ignore_obsolete=True, include_previous=True)
+    write_po(out, catalog, width=0, include_lineno=False, ignore_obsolete=True, include_previous=False)
     return out.getvalue()
 
 

@@ -36,6 +36,7 @@ CHINESE = {
     HEADER: ("错误信息", "运行", "一行说清修复", "讲解"),
     "; or ": "；或",
     "; ": "；",
+    ", ": "、",
     "the same message, for a module that uses `torch.nn.utils.weight_norm`":
         "同一条信息，出现在用了 `torch.nn.utils.weight_norm` 的模块上",
     "the same message, after `backward(create_graph=True)`": "同一条信息，出现在 `backward(create_graph=True)` 之后",
@@ -63,30 +64,33 @@ def rows() -> list[tuple[str, str, str, str]]:
     dataset_fix = C.DATASET.fix
     return [
         (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
-         f"{say(C.CACHED.fix)}; {M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
-         lessons("`quick_fix`", "`00_start_here` §2", "`01`, `02`")),
+         f"{say(C.CACHED.fix)}{words('; ')}{M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
+         lessons("`quick_fix`", "`00_start_here` §2", f"`01`{words(', ')}`02`")),
         (words("the same message, for a module that uses `torch.nn.utils.weight_norm`"), say(M.INDEX_EXPLAIN_WEIGHT_NORM),
          M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), lessons(dive("in_the_wild", " §1"))),
         (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.NONLEAF_GRAD.fix),
          lessons(dive("what_deepcopy_does", " §2"), dive("in_the_wild", " §6"))),
         (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", say(M.INDEX_EXPLAIN_DATASET), say(dataset_fix),
-         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "`fork`"'))),
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", section="`fork`"))),
         (f"{WORKER}{STACK_OUT}", say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SAME_FIX),
-         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "`fork`"'))),
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", section="`fork`"))),
         (cowardly, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_SENT)}",
-         f"{say(M.SEND_FIX)}; {say(M.INDEX_FOR_A_DATASET)}",
-         lessons("`03_dataloader_workers`", dive("dataloader_workers", ', "Why: `torch.multiprocessing`\'s pickler"'),
+         f"{say(M.SEND_FIX)}{words('; ')}{say(M.INDEX_FOR_A_DATASET)}",
+         lessons("`03_dataloader_workers`", dive("dataloader_workers", section="Why: `torch.multiprocessing`'s pickler"),
                  dive("in_the_wild", " §7"))),
         ("`DataLoader timed out after N seconds`" + words(" with `batch_size=None` (or a DataLoader that never returns)"),
          say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SEE_THE_ERROR),
-         lessons(dive("dataloader_workers", ', "`batch_size=None`"'))),
+         lessons(dive("dataloader_workers", section="`batch_size=None`"))),
     ]
 
 
-def dive(name: str, where: str = "") -> str:
-    """A deep dive (and a place in it) the index sends the reader to: in Chinese marked English, as the
-    deep dives have no Chinese twin yet (the quick fix and the core lessons have)."""
-    return f"deep dive `{name}`{where}" if language() == "en" else f"深入专题 `{name}`{where}（英文）"
+def dive(name: str, where: str = "", section: str = "") -> str:
+    """A deep dive the index sends the reader to, and a place in it (``" §2"``) or one of its sections
+    by its (English) heading: in Chinese marked English, as the deep dives have no Chinese twin yet (the
+    quick fix and the core lessons have)."""
+    if language() == "en":
+        return f"deep dive `{name}`{where}" + (f', "{section}"' if section else "")
+    return f"深入专题 `{name}`{where}" + (f" 的“{section}”一节" if section else "") + "（英文）"
 
 
 def lessons(*places: str) -> str:

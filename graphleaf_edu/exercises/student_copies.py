@@ -9,9 +9,15 @@ import copy
 from pathlib import Path
 
 
-def student_copy(notebook):
+# What a cleared written answer reads in a Chinese student copy (a folder named zh-CN, as the twins lie).
+# nbgrader needs no particular words there (it compares checksums): its own stub is ``YOUR ANSWER HERE``.
+TEXT_STUBS = {"zh-CN": "在这里写下你的回答。"}
+
+
+def student_copy(notebook, text_stub: str | None = None):
     """What students get from a solution notebook: nbgrader's ClearSolutions, ClearHiddenTests and
-    ClearOutput applied to a copy (the argument is not modified)."""
+    ClearOutput applied to a copy (the argument is not modified). ``text_stub`` replaces a written
+    answer (nbgrader's ``YOUR ANSWER HERE`` by default)."""
     try:
         from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
     except ModuleNotFoundError as error:
@@ -19,7 +25,8 @@ def student_copy(notebook):
             "Making student copies needs nbgrader: install the project's test extra "
             "(pip install -e '.[test]') or `pip install nbgrader`.") from error
     result, resources = copy.deepcopy(notebook), {}
-    for preprocessor in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
+    clear_solutions = ClearSolutions() if text_stub is None else ClearSolutions(text_stub=text_stub)
+    for preprocessor in (clear_solutions, ClearHiddenTests(), ClearOutput()):
         result, resources = preprocessor.preprocess(result, resources)
     return result
 
@@ -27,7 +34,8 @@ def student_copy(notebook):
 def write_student_copies(source: str | Path, destination: str | Path) -> list[Path]:
     """Write the student copy of every notebook in ``source`` to ``destination``; return their paths.
 
-    Notebooks in ``destination`` without a source are removed, so the folder mirrors ``source``.
+    Notebooks in ``destination`` without a source are removed, so the folder mirrors ``source``. The
+    notebooks of a folder named for a language (``zh-CN``) get that language's ``TEXT_STUBS``.
     """
     import nbformat
 
@@ -41,7 +49,7 @@ def write_student_copies(source: str | Path, destination: str | Path) -> list[Pa
     written = []
     for path in notebooks:
         target = destination / path.name
-        nbformat.write(student_copy(nbformat.read(path, as_version=4)), target)
+        nbformat.write(student_copy(nbformat.read(path, as_version=4), TEXT_STUBS.get(source.resolve().name)), target)
         written.append(target)
     for stale in set(destination.glob("*.ipynb")) - set(written):
         stale.unlink()
