@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
 from graphleaf_edu import deepcopy_walk as dw
@@ -37,6 +38,8 @@ __all__ = ["CopyableCheck", "NotCopyableError", "Snapshot", "check_copyable", "s
 # What check_copyable says (marked for the catalogs; said with say()).
 NOT_A_MODULE = N_("check_copyable() takes a torch.nn.Module, got {type_name}; for any other object use explain(obj)")
 BAD_BACKWARD = N_("check_copyable(..., backward=...) takes True or False, got {backward!r}")
+LAZY = N_("check_copyable needs a built module, but {name} is uninitialized (a lazy module such as nn.LazyLinear): "
+          "run one forward pass first (module(example)), so that the check's own step does not build it")
 HEADER = N_("check_copyable on this {type_name}, after {step} in training mode (root = the module given; "
             "it was put back as it was before the check):")
 STEP_FORWARD = N_("one forward pass")
@@ -153,6 +156,7 @@ def check_copyable(module: nn.Module, *example_inputs: Any, backward: bool = Tru
         NotCopyableError: a check fails; its message is the report of each failing check (the
             path of every tensor, its cause and its fix).
         TypeError: ``module`` is not an ``nn.Module``, or ``backward`` is not a bool.
+        ValueError: the module holds uninitialized (lazy) parameters: build it with one forward pass first.
         Exception: whatever the module's forward or backward raises on the example, unchanged
             (the module is put back first).
 
@@ -172,6 +176,9 @@ def check_copyable(module: nn.Module, *example_inputs: Any, backward: bool = Tru
         raise TypeError(say(NOT_A_MODULE, type_name=type(module).__name__))
     if not isinstance(backward, bool):
         raise TypeError(say(BAD_BACKWARD, backward=backward))
+    lazy = [name for name, value in [*module.named_parameters(), *module.named_buffers()] if is_lazy(value)]
+    if lazy:
+        raise ValueError(say(LAZY, name=lazy[0]))
     snapshot = Snapshot((module, example_inputs, example_kwargs))
     try:
         with _random_state_kept(snapshot.cuda_devices), torch.enable_grad():

@@ -270,6 +270,21 @@ def test_bad_arguments_say_what_to_give():
         gl.check_copyable(Clean(), X, backward="yes")
 
 
+def test_a_module_without_parameters_passes_without_a_backward_pass():
+    result = checked(nn.Sequential(nn.ReLU(), nn.Dropout()), X)
+    assert result.backward is False and result.state_dict_entries == 0
+    assert str(result).startswith("check_copyable on this Sequential, after one forward pass in training mode")
+
+
+def test_a_lazy_module_is_refused_before_anything_runs():
+    module = nn.Sequential(nn.LazyLinear(2))
+    with pytest.raises(ValueError, match=r"0\.weight is uninitialized \(a lazy module such as nn\.LazyLinear\): run one"):
+        gl.check_copyable(module, X)
+    assert torch.nn.parameter.is_lazy(module[0].weight)
+    module(X)  # built by a forward pass of its own, it can be checked
+    assert checked(module, X).state_dict_entries == 2
+
+
 def test_the_report_speaks_chinese_when_asked():
     with speaking("zh-CN"), pytest.raises(gl.NotCopyableError) as raised:
         checked(CachedInForward(), X)
