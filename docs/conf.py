@@ -80,7 +80,29 @@ class ChineseSearch(SearchChinese):
     language_name = "English"  # the name of the JavaScript stemmer, as Sphinx builds it
 
 
+# What a search result quotes of its page: Sphinx takes the text of the page's [role=main], which in this
+# theme also holds the article's header (the launch and download buttons), the in-page contents and the
+# previous/next links, with the language link first: every result read "...Binder" or "....md". The
+# quote is taken from the article alone (.bd-article), without the language link, its white space
+# collapsed. This runs before Sphinx's search starts (searchtools.js is loaded after the page's scripts).
+SEARCH_SUMMARY_JS = """
+document.addEventListener("DOMContentLoaded", () => {
+  if (typeof Search === "undefined") return;
+  const pageText = Search.htmlToText;
+  Search.htmlToText = (htmlString, anchor) => {
+    const page = new DOMParser().parseFromString(htmlString, "text/html");
+    const main = page.querySelector('[role="main"]');
+    const article = main && main.querySelector(".bd-article");
+    if (article) main.replaceChildren(article);
+    page.querySelectorAll(".graphleaf-language").forEach((element) => element.remove());
+    return pageText(page.documentElement.outerHTML, anchor).replace(/\\s+/g, " ");
+  };
+});
+"""
+
+
 def setup(app):
     search_languages["zh"] = ChineseSearch
+    app.add_js_file(None, body=SEARCH_SUMMARY_JS)
     app.connect("builder-inited", read_language_links)
     app.connect("html-page-context", add_language_link)

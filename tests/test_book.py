@@ -113,6 +113,8 @@ def test_the_index_lists_the_course_in_its_order_and_every_docs_page():
     for path in (ROOT / "docs").glob("*.md"):
         assert f"\ndocs/{path.stem}\n" in index, path.name
     assert "[![" not in index, "a badge is a remote picture: the book is read offline"
+    core = [entry for entry in entries if entry.group == "core"]
+    assert f"({book.course_stats.whole_minutes(core)} min)" in index, "the sidebar's core minutes are 00's map's"
 
 
 def test_only_keeps_the_named_notebooks_and_refuses_unknown_ones():

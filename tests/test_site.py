@@ -1,6 +1,7 @@
 """`make site`: the book, read in Chromium from disk as a reader would.
 
-Searching for "deepcopy" finds the quick fix and the error index; every link between pages (and to a
+Searching for "deepcopy" finds the quick fix and the error index, and each result quotes its page's own
+words (over HTTP, where Sphinx can fetch a page to quote it); every link between pages (and to a
 heading on a page) resolves; every picture loads and each notebook page shows as many graph pictures
 as the notebook stores; a Predict answer stays hidden until its toggle is opened; every notebook page
 has Binder, Colab and JupyterHub launch buttons for its own path in the repository; widgets show their
@@ -16,10 +17,13 @@ A screenshot per page goes to ``test-artifacts/site/``.
 """
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import re
 import subprocess
 import sys
+import threading
 import tomllib
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -238,6 +242,43 @@ def test_searching_deepcopy_finds_the_quick_fix_and_the_error_index(site, reader
         "#search-results ul.search li a", "links => links.map(a => a.href)")}
     quick_fix = next(entry.path for entry in entries if entry.group == "quick fix")
     assert {page_of(out, quick_fix), out / "errors.html"} <= found
+
+
+@pytest.fixture
+def served(site):
+    """The book over HTTP on a free port of this machine: from disk, Chromium lets no page fetch another,
+    and Sphinx's search fetches each result's page to quote it."""
+    out, _ = site
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_each_search_result_quotes_its_pages_own_words(served, browser):
+    """Not the launch buttons, the download button or the language link, which stand in the page's main
+    part before its text (every result read "...Binder" or "....md"), nor the in-page contents."""
+    page = browser.new_context().new_page()  # not the reader: this one talks to the local server
+    try:
+        page.goto(f"{served}/search.html?q=deepcopy")
+        page.wait_for_function("() => { const items = document.querySelectorAll('#search-results ul.search li');"
+                               " return items.length > 0 && [...items].every(li => li.querySelector('p.context')) }",
+                               timeout=60_000)
+        quotes = page.eval_on_selector_all("#search-results ul.search li",
+                                           "items => items.map(li => [li.querySelector('a').innerText,"
+                                           " li.querySelector('p.context').innerText])")
+    finally:
+        page.context.close()
+    assert len(quotes) > 3, quotes
+    for title, quote in quotes:
+        # Sphinx quotes around the search word where its stem is in the text ("deepcopi" is in
+        # "deepcopies", not in "deepcopy"), else from the text's start: the page's (or section's) heading
+        own_words = "deepcopi" in quote.lower() or title.split(" > ")[-1] in quote
+        assert own_words and not quote.startswith(("...Binder", "....md")), (title, quote)
 
 
 def test_a_predict_answer_stays_hidden_until_its_toggle_is_opened(site, reader):

@@ -228,7 +228,7 @@ def index_page(readme: str, entries: list[course_stats.Entry], docs: dict[str, l
         if group == "quick fix":  # the error index comes first, with or without the quick fix notebook
             documents.insert(0, "Find your error message <errors>")
         if documents:
-            minutes = f" ({round(sum(entry.minutes for entry in members))} min)" if members else ""
+            minutes = f" ({course_stats.whole_minutes(members)} min)" if members else ""  # as 00's map adds them
             parts.append(toctree(caption + minutes, documents))
     parts += [toctree(caption, [f"docs/{name}" for name in names]) for caption, names in docs.items() if names]
     return "\n".join(parts)
