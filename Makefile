@@ -1,4 +1,5 @@
-# Two commands for everyone: `make lab` and `make test`. The rest are for maintainers.
+# Two commands for everyone: `make lab` and `make test`. The rest are for maintainers (`make check`: the
+# inner loop while editing, a few minutes; docs/contributing.md says which to run when).
 PYTHON ?= python3
 # Two environments, one per use (requirements/README.md): students get only what the lessons need.
 #   .venv-lab  `make lab`: requirements/student.txt, the package's runtime dependencies
@@ -18,7 +19,7 @@ NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-tim
 NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab lab-setup binder-check site test bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
+.PHONY: lab lab-setup binder-check site test check bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
 .PHONY: catalogs torch-move grading grading-bench
 .PHONY: site-test
 .PHONY: error-index
@@ -30,16 +31,30 @@ lab: lab-setup
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 test: setup classroom-setup
-	$(PY) -m pytest tests --ignore=tests/test_classroom.py
+	@# --durations and --cpu-table print where the time went (CI shows both); the CPU report is what
+	@# tools/cpu_budgets.py reads, and tests/test_cpu_budgets.py holds each file to its budget.
+	$(PY) -m pytest tests --ignore=tests/test_classroom.py --durations=25 --cpu-table --cpu-report test-artifacts/cpu-seconds.json
 	@# The hub tests bound every wait themselves; this outer bound is the last guard. SIGINT lets pytest
 	@# stop the test hub (its fixture's teardown) before exiting; a failure or a timeout fails `make test`.
-	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py
-	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu notebooks
-	$(PY) -m pytest $(NBVAL) --nbval-kernel-name graphleaf-cpu instructor
+	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py --durations=10
+	$(PY) -m pytest $(NBVAL) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks
+	$(PY) -m pytest $(NBVAL) --durations=10 --nbval-kernel-name graphleaf-cpu instructor
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \
 	else echo "No CUDA device: GPU kernel run skipped"; fi
+
+# The inner loop: lint, typing (tests/test_typing.py), the package's unit tests and the notebook
+# conventions, each a file `make test` runs too. Nothing here starts a browser, a server or a venv.
+CHECK_FILES := test_typing test_public_api test_public_names test_copying test_copy_corners test_copy_properties \
+	test_diagnose test_errors test_graphs test_layers test_measure test_on_error test_scenarios test_tasks \
+	test_views test_widgets test_catalogs test_error_index test_notebook_conventions test_predict_prompts \
+	test_twin_sync test_course test_no_code_in_strings test_config_consistency test_readme test_cpu_budgets
+CHECK_TESTS := $(addprefix tests/,$(addsuffix .py,$(CHECK_FILES)))
+LINTED := graphleaf_edu graphleaf_edu_jupyter tools tests classroom bench
+check: setup
+	$(PY) -m ruff check --no-cache $(LINTED)
+	$(PY) -m pytest -p no:cacheprovider --durations=10 --cpu-table $(CHECK_TESTS)
 
 setup: $(STAMP) graphviz kernels
 

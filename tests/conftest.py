@@ -4,6 +4,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+import cpu_seconds
 import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -16,6 +17,15 @@ set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "graphleaf-hypothesis")
 # The package speaks English unless a test asks otherwise, whatever the machine's shell sets; the
 # notebook kernels nbval starts inherit this, so stored outputs compare the same on every machine.
 os.environ.pop("GRAPHLEAF_EDU_LANG", None)
+
+
+def pytest_addoption(parser):
+    cpu_seconds.addoption(parser)
+
+
+def pytest_configure(config):
+    """Every run records each test's CPU seconds (tests/cpu_seconds.py); test_cpu_budgets.py reads them."""
+    config.pluginmanager.register(cpu_seconds.Recorder(config), cpu_seconds.PLUGIN_NAME)
 
 
 @pytest.fixture

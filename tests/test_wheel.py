@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -32,15 +33,25 @@ from test_public_api import NOTEBOOK_MACHINERY
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import student_tree  # maintainer module, imported from tools/: the repository's files
+
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
-    """``python -m build``: the sdist, then the wheel built from that sdist."""
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+    """``python -m build``: the sdist, then the wheel built from that sdist. It builds from a copy of the
+    repository's files: setuptools writes ``graphleaf_edu.egg-info`` into the tree it builds, and one left
+    in the checkout shadows the installed package's metadata (an old version after a version bump)."""
+    source, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+    in_checkout = set(ROOT.glob("*.egg-info"))
+    for relative in student_tree.repository_files(ROOT):
+        (source / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / relative, source / relative)
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
                    check=True, capture_output=True)
+    assert set(ROOT.glob("*.egg-info")) == in_checkout, "the build wrote into the checkout"
     return out
 
 

@@ -1,0 +1,60 @@
+"""No test file grows past its CPU-seconds budget (tests/cpu_budgets.toml, measured by tests/cpu_seconds.py).
+
+The check runs after every other test of the run and reads what the run measured; it judges only the
+files that ran whole. A second test runs the check in a small project of its own (``pytester``), with a
+file that spends more CPU in a child process than its budget allows, and sees it fail.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from cpu_seconds import PLUGIN_NAME, budgets, runs_last
+
+pytest_plugins = ["pytester"]
+
+THIS_FILE = Path(__file__).name
+
+
+def over_budget(request: pytest.FixtureRequest) -> list[str]:
+    recorder = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    default, per_file = budgets()
+    judged = {name: cost for name, cost in recorder.whole_files().items() if Path(name).name != THIS_FILE}
+    if not judged:
+        pytest.skip("no other test file ran whole in this run")
+    return [f"{name}: {cost.cpu:.1f} CPU s, budget {per_file.get(Path(name).name, default):g} "
+            f"({cost.tests} tests; tests/cpu_budgets.toml)"
+            for name, cost in sorted(judged.items())
+            if cost.cpu > per_file.get(Path(name).name, default)]
+
+
+@runs_last
+def test_no_test_file_went_past_its_cpu_budget(request):
+    """A file past its budget: make its expensive steps happen once (a module or session fixture), or split
+    it; raise the budget (tools/cpu_budgets.py) only when the file has earned the time."""
+    assert over_budget(request) == []
+
+
+def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
+    tests = Path(__file__).resolve().parent
+    pytester.makeconftest((tests / "conftest.py").read_text())
+    for helper in ("cpu_seconds.py", THIS_FILE):
+        pytester.makepyfile(**{Path(helper).stem: (tests / helper).read_text()})
+    (pytester.path / "cpu_budgets.toml").write_text('default = 60\n[files]\n"test_spends.py" = 0.5\n')
+    pytester.makepyfile(test_spends=textwrap.dedent("""
+        import subprocess, sys
+
+        def test_a_child_spins():
+            subprocess.run([sys.executable, "-c", "import time; end = time.process_time() + 1.5\\n"
+                            "while time.process_time() < end: pass"], check=True)
+
+        def test_cheap():
+            pass
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", "-k", "not spends_too_much")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_no_test_file_went_past_its_cpu_budget*",
+                                 "*test_spends.py: 1.* CPU s, budget 0.5 *",
+                                 "*CPU and wall seconds per test file*"])
+    result.stdout.no_fnmatch_line("*test_cpu_budgets.py: * CPU s, budget*")  # it never judges itself
