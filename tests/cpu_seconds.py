@@ -8,6 +8,9 @@ fixture's setup counts for the file's first test and its teardown for the file's
 running when a test ends counts when it ends; a process nobody waits for (a daemon killed with its
 group before reaping its own children) is not counted.
 
+What several files share and only the first of them builds (a cached venv layer, tests/fresh_venv.py) is
+measured apart (``shared_cost``) and counted for the run, not for the file that happened to come first.
+
 ``tests/cpu_budgets.toml`` gives each test file its budget (``default`` for a file it does not name);
 ``tests/test_cpu_budgets.py`` runs last and fails when a file that ran whole went past its budget.
 ``--cpu-table`` prints each file's CPU and wall seconds after the run (``make test`` asks for it) and
@@ -21,6 +24,8 @@ import resource
 import time
 import tomllib
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +39,19 @@ def cpu_seconds() -> float:
     """User + system CPU seconds of this process and of its children that have ended."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+SHARED: list[tuple[str, float]] = []  # (what was built, CPU seconds) for this run's shared builds
+
+
+@contextmanager
+def shared_cost(what: str) -> Iterator[None]:
+    """Count the CPU seconds spent inside for the run (``SHARED``), not for the test that runs it."""
+    start = cpu_seconds()
+    try:
+        yield
+    finally:
+        SHARED.append((what, cpu_seconds() - start))
 
 
 def budgets(path: Path = BUDGETS) -> tuple[float, dict[str, float]]:
@@ -73,9 +91,10 @@ class Recorder:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
-        cpu, wall = cpu_seconds(), time.monotonic()
+        cpu, wall, shared = cpu_seconds(), time.monotonic(), len(SHARED)
         yield
-        self.tests[item.nodeid] = (cpu_seconds() - cpu, time.monotonic() - wall)
+        spent_on_shared = sum(seconds for _, seconds in SHARED[shared:])
+        self.tests[item.nodeid] = (cpu_seconds() - cpu - spent_on_shared, time.monotonic() - wall)
 
     def files(self) -> dict[str, FileCost]:
         """Each test file that has run so far, with what its tests cost together."""
@@ -98,6 +117,9 @@ class Recorder:
         for name, cost in files:
             terminalreporter.write_line(f"{cost.cpu:8.1f} {cost.wall:8.1f} {cost.tests:6d}  {name}")
         total_cpu, total_wall = sum(c.cpu for _, c in files), sum(c.wall for _, c in files)
+        for what, seconds in SHARED:
+            terminalreporter.write_line(f"{seconds:8.1f} {'':8} {'':6}  shared: {what}")
+        total_cpu += sum(seconds for _, seconds in SHARED)
         terminalreporter.write_line(f"{total_cpu:8.1f} {total_wall:8.1f} {len(self.tests):6d}  all")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -107,6 +129,7 @@ class Recorder:
             Path(report).write_text(json.dumps({
                 "tests": {nodeid: {"cpu": cpu, "wall": wall} for nodeid, (cpu, wall) in self.tests.items()},
                 "files": {name: vars(cost) for name, cost in self.files().items()},
+                "shared": [{"what": what, "cpu": seconds} for what, seconds in SHARED],
             }, indent=1) + "\n")
 
 

@@ -19,6 +19,8 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from cpu_seconds import shared_cost
+
 CACHE = Path(tempfile.gettempdir()) / "graphleaf-edu-venvs"
 PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # The interpreter the suite's venv was made from: fresh venvs get the same Python, without its packages.
@@ -82,8 +84,9 @@ def cached_layer(name: str, key: str, layers: list[Path], populate) -> Path:
     building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=CACHE))
     try:
         shutil.rmtree(building)
-        make_venv(building, layers)
-        populate(building)
+        with shared_cost(f"the {name} layer ({final.name})"):  # the run's, not the first file's (tests/cpu_seconds.py)
+            make_venv(building, layers)
+            populate(building)
         (building / "complete").write_text(key)
         os.rename(building, final)
     except OSError:

@@ -2,7 +2,8 @@
 
 The check runs after every other test of the run and reads what the run measured; it judges only the
 files that ran whole. A second test runs the check in a small project of its own (``pytester``), with a
-file that spends more CPU in a child process than its budget allows, and sees it fail.
+file that spends more CPU in a child process than its budget allows, and sees it fail (and a file whose
+CPU went into a build several files share, which does not count against it).
 """
 from __future__ import annotations
 
@@ -41,20 +42,21 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
     pytester.makeconftest((tests / "conftest.py").read_text())
     for helper in ("cpu_seconds.py", THIS_FILE):
         pytester.makepyfile(**{Path(helper).stem: (tests / helper).read_text()})
-    (pytester.path / "cpu_budgets.toml").write_text('default = 60\n[files]\n"test_spends.py" = 0.5\n')
-    pytester.makepyfile(test_spends=textwrap.dedent("""
-        import subprocess, sys
-
-        def test_a_child_spins():
-            subprocess.run([sys.executable, "-c", "import time; end = time.process_time() + 1.5\\n"
-                            "while time.process_time() < end: pass"], check=True)
-
-        def test_cheap():
-            pass
-    """))
+    (pytester.path / "cpu_budgets.toml").write_text(
+        'default = 60\n[files]\n"test_spends.py" = 0.5\n"test_shares.py" = 0.5\n')
+    spin = ('subprocess.run([sys.executable, "-c", "import time; end = time.process_time() + 1.5\\n"\n'
+            '                "while time.process_time() < end: pass"], check=True)')
+    pytester.makepyfile(test_spends=f"import subprocess, sys\n\ndef test_a_child_spins():\n    {spin}\n\n"
+                                    "def test_cheap():\n    pass\n")
+    # what a shared build spends (a cached venv layer) is the run's, not the file's that builds it first
+    pytester.makepyfile(test_shares=f"import subprocess, sys\nfrom cpu_seconds import shared_cost\n\n"
+                                    f"def test_builds_what_others_share():\n    with shared_cost('a layer'):\n"
+                                    f"        {spin}\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", "-k", "not spends_too_much")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*test_no_test_file_went_past_its_cpu_budget*",
                                  "*test_spends.py: 1.* CPU s, budget 0.5 *",
-                                 "*CPU and wall seconds per test file*"])
+                                 "*CPU and wall seconds per test file*",
+                                 "*shared: a layer"])
+    result.stdout.no_fnmatch_line("*test_shares.py: * CPU s, budget*")
     result.stdout.no_fnmatch_line("*test_cpu_budgets.py: * CPU s, budget*")  # it never judges itself

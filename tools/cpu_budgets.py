@@ -23,7 +23,8 @@ DEFAULT = 60  # a file the table does not name yet (a new one)
 HEADER = """\
 # CPU seconds (the test process and its children, tests/cpu_seconds.py) each test file may spend in one
 # run; tests/test_cpu_budgets.py fails a run in which a file that ran whole spent more. Written by
-# tools/cpu_budgets.py from a measured run ({measured}): {headroom} x what the file spent + {slack:g} s.
+# tools/cpu_budgets.py: {headroom} x what the file spent + {slack:g} s, rounded up, from a measured run:
+# {measured}
 default = {default}
 
 [files]
