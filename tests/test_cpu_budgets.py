@@ -7,7 +7,6 @@ CPU went into a build several files share, which does not count against it).
 """
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -9,7 +9,14 @@ import sys
 import tokenize
 
 import pytest
-from notebook_files import NOTEBOOKS, ROOT, chinese_twins, is_solution_heading, lessons, read
+from notebook_files import (
+    NOTEBOOKS,
+    ROOT,
+    chinese_twins,
+    is_solution_heading,
+    lessons,
+    read,
+)
 
 sys.path.insert(0, str(ROOT / "tools"))
 import course_stats

@@ -8,7 +8,6 @@ import argparse
 import copy
 from pathlib import Path
 
-
 # What a cleared written answer reads in a Chinese student copy (a folder named zh-CN, as the twins lie).
 # nbgrader needs no particular words there (it compares checksums): its own stub is ``YOUR ANSWER HERE``.
 TEXT_STUBS = {"zh-CN": "在这里写下你的回答。"}
