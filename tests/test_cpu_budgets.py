@@ -7,6 +7,8 @@ CPU went into a build several files share, which does not count against it).
 """
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from cpu_seconds import PLUGIN_NAME, budgets, runs_last
 pytest_plugins = ["pytester"]
 
 THIS_FILE = Path(__file__).name
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def over_budget(request: pytest.FixtureRequest) -> list[str]:
@@ -51,7 +54,7 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
     pytester.makepyfile(test_shares=f"import subprocess, sys\nfrom cpu_seconds import shared_cost\n\n"
                                     f"def test_builds_what_others_share():\n    with shared_cost('a layer'):\n"
                                     f"        {spin}\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", "-k", "not spends_too_much")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", "-k", "not fails_for_a_file and not ci_prints")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*test_no_test_file_went_past_its_cpu_budget*",
                                  "*test_spends.py: 1.* CPU s, budget 0.5 *",
@@ -59,3 +62,20 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
                                  "*shared: a layer"])
     result.stdout.no_fnmatch_line("*test_shares.py: * CPU s, budget*")
     result.stdout.no_fnmatch_line("*test_cpu_budgets.py: * CPU s, budget*")  # it never judges itself
+
+
+def dry_run(target: str) -> str:
+    return subprocess.run(["make", "--dry-run", "--always-make", "--no-print-directory", target], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_runs():
+    """`.ci/run` runs `make test`, whose unit-test run prints the slowest tests and each file's CPU seconds."""
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    (unit_run,) = [line for line in dry_run("test").splitlines() if "-m pytest tests --ignore=tests/test_classroom.py" in line]
+    assert "--durations=25" in unit_run and "--cpu-table" in unit_run and "--cpu-report" in unit_run
+    check = dry_run("check")
+    assert "-m ruff check" in check and "tests/test_typing.py" in check
+    checked = re.findall(r"tests/(test_\w+\.py)", check)
+    assert checked and all((ROOT / "tests" / name).is_file() for name in checked)
+    assert "test_classroom.py" not in checked  # make test runs every other file in tests/
