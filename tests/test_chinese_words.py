@@ -21,16 +21,6 @@ from graphleaf_edu.i18n import say, speaking
 PO = ROOT / "graphleaf_edu" / "locale" / "zh_CN" / "LC_MESSAGES" / "graphleaf_edu.po"
 README_ZH = ROOT / "README.zh-CN.md"
 SOLUTIONS_ZH = ROOT / "instructor" / "exercises" / ZH
-# The quick fix and the core lessons are being rewritten (issue 34); their Chinese joins these checks
-# once that has landed.
-# Words those lessons show until then: 00's and a deep dive's titles (00's first heading and map, from
-# course.toml; README.zh-CN.md's map shows them too), a catalog line stored in 00-03's outputs.
-WORDS_NOT_YET = ("00 · 从这里开始：叶子节点、", "深入专题 · 叶子节点与", "在 Jupyter 中运行这个单元即可使用")
-NOT_YET = {NOTEBOOKS / ZH / name for name in ("quick_fix.ipynb", "00_start_here.ipynb", "01_copied_tensors.ipynb",
-                                             "02_model_cache.ipynb", "03_dataloader_workers.ipynb",
-                                             "04_capstone_training_loop.ipynb")}
-
-
 def gloss() -> str:
     """The one Chinese gloss of the graph-leaves message, as the catalog words it."""
     with speaking("zh-CN"):
@@ -51,7 +41,7 @@ def catalog_strings() -> list[str]:
 
 
 def notebooks() -> list[Path]:
-    return [p for p in [*chinese_notebooks(), *sorted(SOLUTIONS_ZH.glob("*.ipynb"))] if p not in NOT_YET]
+    return [*chinese_notebooks(), *sorted(SOLUTIONS_ZH.glob("*.ipynb"))]
 
 
 def shown(path: Path) -> str:
@@ -141,7 +131,7 @@ def chinese_prose(where: str) -> list[str]:
 
 @pytest.mark.parametrize("where", list(every_text()))
 def test_each_term_has_one_word(where):
-    texts = [re.sub("|".join(map(re.escape, WORDS_NOT_YET)), "", text) for text in chinese_prose(where)]
+    texts = chinese_prose(where)
     wrong = [f"{hint}: …{text[max(0, m.start() - 12):m.end() + 12]}…" for pattern, hint in ONE_WORD
              for text in texts for m in pattern.finditer(text)]
     wrong += [f"autograd is 自动求导: …{text[max(0, m.start() - 12):m.end() + 12]}…" for text in texts
@@ -151,7 +141,9 @@ def test_each_term_has_one_word(where):
 
 @pytest.mark.parametrize("path", notebooks(), ids=shown)
 def test_a_notebook_says_leaf_node_once_at_most_at_the_first_leaf(path):
-    text = "\n".join(cell_texts(path, outputs=False))
+    # headings set aside: a title (course.toml's title_zh) names the leaf in the one word
+    text = "\n".join(line for text in cell_texts(path, outputs=False) for line in text.splitlines()
+                     if not line.startswith("#"))
     assert text.count("叶子节点（叶子张量，leaf）") <= 1
     if "叶子节点（叶子张量，leaf）" in text:
         assert text.index("叶子节点（叶子张量，leaf）") <= text.index("叶子张量"), "say 叶子节点（叶子张量，leaf） first"
@@ -226,3 +218,11 @@ def test_the_dataloader_lab_labels_its_check_boxes_in_chinese():
         lab = DataLoaderLab()
     labels = [lab.deepcopy_in_getitem.description, lab.detach_at_construction.description]
     assert all(re.search("[\u4e00-\u9fff]", label) for label in labels), labels
+
+
+@pytest.mark.parametrize("path", [p for p in chinese_notebooks() if p.parent.name == ZH], ids=shown)
+def test_a_lesson_closes_with_the_one_label_and_marks_pytorchs_docs_english(path):
+    text = "\n".join(cell_texts(path, outputs=False))
+    assert "深入阅读" not in text, "the closing label is **深入专题**"
+    if "docs.pytorch.org" in text:
+        assert "**PyTorch 文档**（英文）：" in text
