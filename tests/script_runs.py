@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parent / "note_scripts"
@@ -12,6 +13,17 @@ def run_script(name: str, *args: str, options: tuple[str, ...] = ()) -> subproce
     """``python -m graphleaf_edu [OPTIONS] NAME [ARGS]`` in tests/note_scripts, as a user would run it."""
     return subprocess.run([sys.executable, "-m", "graphleaf_edu", *options, name, *args], cwd=SCRIPTS,
                           capture_output=True, text=True, timeout=300, check=False)
+
+
+# Scripts run two at a time: the test process only waits on them, and CI's machine has two cores.
+AT_ONCE = 2
+
+
+def run_scripts(runs: dict[str, tuple[str, ...]], options: tuple[str, ...] = ()) -> dict[str, subprocess.CompletedProcess[str]]:
+    """``run_script(*arguments, options=options)`` for each ``{key: (name, *args)}``, ``AT_ONCE`` at a time."""
+    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+        done = {key: pool.submit(run_script, *arguments, options=options) for key, arguments in runs.items()}
+        return {key: future.result() for key, future in done.items()}
 
 
 def line_of(script: str, statement: str) -> str:

@@ -8,15 +8,11 @@ import subprocess
 import sys
 
 import pytest
-from script_runs import line_of, run_script
+from script_runs import line_of, run_scripts
 
 from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
 from graphleaf_edu.keep_going import _catches_runtime_error
-
-
-def keep_going(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_script(name, *args, options=("--keep-going",))
 
 
 def summary(completed: subprocess.CompletedProcess[str]) -> list[str]:
@@ -38,11 +34,11 @@ def entries(lines: list[str]) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, subprocess.CompletedProcess[str]]:
-    return {" ".join(args): keep_going(*args) for args in [
+    return run_scripts({" ".join(args): args for args in [
         ("three_causes.py",), ("averaged_model.py",), ("simple_queue.py",), ("losses_dataclass.py",),
         ("loaders.py", "spawn"), ("loaders.py", "fork"), ("hook_cache.py",), ("handled_copy.py",),
         ("fork_collate.py",), ("late_queue.py",), ("exit_status.py", "3", "cause"), ("exit_status.py", "0", "cause"),
-        ("exit_status.py", "0", "clean")]}
+        ("exit_status.py", "0", "clean")]}, options=("--keep-going",))
 
 
 def test_three_causes_in_one_run_each_once_with_its_lines(runs):

@@ -10,7 +10,7 @@ import sys
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from script_runs import SCRIPTS, line_of, run_script
+from script_runs import SCRIPTS, line_of, run_script, run_scripts
 
 from graphleaf_edu import causes as C
 from graphleaf_edu import messages as M
@@ -29,12 +29,10 @@ def notes_in(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def plain_runs() -> dict[str, subprocess.CompletedProcess[str]]:
-    runs = {name: run_notes(name) for name in (
+    runs = {name: (name,) for name in (
         "simple_queue.py", "feeder_queue.py", "process_args.py", "averaged_model.py", "losses_dataclass.py",
         "wrapped_error.py", "hidden_copy.py", "hook_cache.py")}
-    runs["loaders.py fork"] = run_notes("loaders.py", "fork")
-    runs["loaders.py spawn"] = run_notes("loaders.py", "spawn")
-    return runs
+    return run_scripts(runs | {"loaders.py fork": ("loaders.py", "fork"), "loaders.py spawn": ("loaders.py", "spawn")})
 
 
 SENT = [  # (run, the user's line that sent it, what root is, the finding's start)
