@@ -31,8 +31,10 @@ Package map (data flows down; only notebooks import ``widgets``; docs/package-ma
                         slots, items; deepcopy_reducers: reduced objects and known reducers
     paths, causes       each finding's path from root (resolve follows it); its cause and fix
     diagnose, findings  the one verdict (deepcopy_blocker), find_nonleaf, explain; Finding(s), reports
+    storing, patches    the user's line that stored a culprit and the change to it; those changes as a diff
     copying             safe_deepcopy; copyable: check_copyable; on_error: notes on a graph error at the user's line;
-                        keep_going: python -m graphleaf_edu --keep-going, every cause in one run
+                        keep_going: python -m graphleaf_edu --keep-going, every cause in one run;
+                        keep_going_report: its summary; ranks: under torchrun, one summary for all ranks
     graphs              draw, the one grad_fn walk; graph_picture: the picture itself
     scenarios/          engine, source (the real code shown), catalog/ (one module per scenario),
                         measure (what a fix really did)

@@ -1,4 +1,4 @@
-"""The children of objects that ``copy.deepcopy`` copies through a reducer.
+"""The children of objects that ``copy.deepcopy`` copies through a reducer, and whether a class' reduce is object's own.
 
 Two cases: an object whose reducer the walk calls, as deepcopy does (``__reduce_ex__(4)``, a
 ``copyreg`` reducer), and walks what ``copy._reconstruct`` would copy of the reduce value; and the
@@ -18,6 +18,7 @@ from graphleaf_edu.stored_values import (
     INDEX,
     KEY,
     MEMBER,
+    MISSING,
     REDUCED,
     REDUCED_ITEM,
     REDUCED_KEY,
@@ -25,10 +26,14 @@ from graphleaf_edu.stored_values import (
     Children,
     attribute_children,
     chain,
+    class_lookup,
     dict_children,
 )
 
 Plan = Callable[[Any, list[Any]], Children]  # lists the children of one object; keeps alive what it makes
+_POINTER = tuple.__itemsize__  # the size of one object reference
+_NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__dict__["__getnewargs__"].__code__
+_TUPLE_NEWARGS = tuple.__dict__["__getnewargs__"]
 
 
 class ReducedParts(tuple[Any, ...]):
@@ -109,3 +114,36 @@ KNOWN_REDUCERS: dict[type, Plan] = {
     set: _set_plan,
     frozenset: _set_plan,
 }
+
+
+# --- whether a class reduces as object does (then its stored values are read, not reduced) ---------
+
+def reducers_of(cls: type) -> tuple[Any, ...]:
+    return tuple(class_lookup(cls, name) for name in ("__reduce_ex__", "__reduce__", "__getstate__"))
+
+
+def default_reduce(cls: type) -> bool:
+    return (
+        class_lookup(cls, "__reduce_ex__") is object.__dict__["__reduce_ex__"]
+        and class_lookup(cls, "__reduce__") is object.__dict__["__reduce__"]
+    )
+
+
+def state_beyond_dict_and_slots(cls: type) -> bool:
+    """C-level state the default reduce cannot save (a lock): ``object.__reduce_ex__`` refuses it
+    with "cannot pickle ... object", the rule CPython's ``object.__getstate__`` applies. Such an
+    object is reduced for real, so that the walk reports the refusal deepcopy will meet."""
+    if issubclass(cls, (list, dict, tuple)) or class_lookup(cls, "__getnewargs__") is not MISSING:
+        return False
+    expected = object.__basicsize__ + _POINTER * (
+        bool(cls.__dictoffset__) + bool(cls.__weakrefoffset__) + len(copyreg._slotnames(cls))  # type: ignore[attr-defined]
+    )
+    return cls.__basicsize__ > expected
+
+
+def custom_newargs(cls: type) -> bool:
+    """Arguments for ``__new__`` other than a tuple's own items (a namedtuple's are those)."""
+    newargs = class_lookup(cls, "__getnewargs__")
+    if class_lookup(cls, "__getnewargs_ex__") is not MISSING:
+        return True
+    return newargs not in (MISSING, _TUPLE_NEWARGS) and getattr(newargs, "__code__", None) is not _NAMEDTUPLE_NEWARGS

@@ -45,8 +45,12 @@ from graphleaf_edu.deepcopy_reducers import (
     Plan,
     ReducedParts,
     copyreg_plan,
+    custom_newargs,
+    default_reduce,
     reduce_plan,
     reduced_parts_plan,
+    reducers_of,
+    state_beyond_dict_and_slots,
 )
 from graphleaf_edu.errors import GRAPH_LEAVES
 from graphleaf_edu.i18n import say
@@ -81,9 +85,6 @@ _ATOMIC_CLASSES = (
     torch.device, torch.dtype, torch.layout, torch.memory_format, torch.Size,
 )
 _MODULE_STORES = {"_parameters": PARAM, "_buffers": BUFFER, "_modules": CHILD}
-_POINTER = tuple.__itemsize__  # the size of one object reference
-_NAMEDTUPLE_NEWARGS = collections.namedtuple("_Probe", "field").__dict__["__getnewargs__"].__code__
-_TUPLE_NEWARGS = tuple.__dict__["__getnewargs__"]
 DEEPCOPY, SEND = "deepcopy", "send"  # the rules a walk follows: copy.deepcopy's, or ForkingPickler's
 
 
@@ -246,46 +247,15 @@ def _reduced_plan_of_class(cls: type) -> Plan:
     """What deepcopy does after ``__deepcopy__``, and pickle does for any object it has no rule for."""
     if cls in copyreg.dispatch_table:
         return copyreg_plan
-    if _default_reduce(cls) and not _custom_newargs(cls) and not _state_beyond_dict_and_slots(cls):
+    if default_reduce(cls) and not custom_newargs(cls) and not state_beyond_dict_and_slots(cls):
         getstate = class_lookup(cls, "__getstate__")
         if issubclass(cls, nn.Module) and getstate is nn.Module.__getstate__:
             return _module_plan
         return _default_plan if getstate is object.__getstate__ else _getstate_plan
     for base, plan in KNOWN_REDUCERS.items():
-        if issubclass(cls, base) and _reducers_of(cls) == _reducers_of(base):
+        if issubclass(cls, base) and reducers_of(cls) == reducers_of(base):
             return plan
     return reduce_plan
-
-
-def _reducers_of(cls: type) -> tuple[Any, ...]:
-    return tuple(class_lookup(cls, name) for name in ("__reduce_ex__", "__reduce__", "__getstate__"))
-
-
-def _default_reduce(cls: type) -> bool:
-    return (
-        class_lookup(cls, "__reduce_ex__") is object.__dict__["__reduce_ex__"]
-        and class_lookup(cls, "__reduce__") is object.__dict__["__reduce__"]
-    )
-
-
-def _state_beyond_dict_and_slots(cls: type) -> bool:
-    """C-level state the default reduce cannot save (a lock): ``object.__reduce_ex__`` refuses it
-    with "cannot pickle ... object", the rule CPython's ``object.__getstate__`` applies. Such an
-    object is reduced for real, so that the walk reports the refusal deepcopy will meet."""
-    if issubclass(cls, (list, dict, tuple)) or class_lookup(cls, "__getnewargs__") is not MISSING:
-        return False
-    expected = object.__basicsize__ + _POINTER * (
-        bool(cls.__dictoffset__) + bool(cls.__weakrefoffset__) + len(copyreg._slotnames(cls))  # type: ignore[attr-defined]
-    )
-    return cls.__basicsize__ > expected
-
-
-def _custom_newargs(cls: type) -> bool:
-    """Arguments for ``__new__`` other than a tuple's own items (a namedtuple's are those)."""
-    newargs = class_lookup(cls, "__getnewargs__")
-    if class_lookup(cls, "__getnewargs_ex__") is not MISSING:
-        return True
-    return newargs not in (MISSING, _TUPLE_NEWARGS) and getattr(newargs, "__code__", None) is not _NAMEDTUPLE_NEWARGS
 
 
 def _deepcopy_plan(cls: type, own_deepcopy: Any) -> Plan:

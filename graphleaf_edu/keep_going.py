@@ -7,9 +7,11 @@ script goes on. Hooked where every copy and send passes: ``torch.Tensor.__deepco
 ``copy.deepcopy`` would miss modules that bound ``from copy import deepcopy``, as
 ``torch.optim.swa_utils`` does) and ``ForkingPickler``'s reducer of each tensor class (queues, spawned
 processes' arguments, spawn/forkserver DataLoader datasets). A ``fork`` DataLoader's dataset is
-checked when its iterator starts, before any worker reads it. A failure inside a ``try`` of the
+checked when its iterator starts, before any worker reads it, and its culprits are detached in it for
+the run (as if it were fixed), so its workers' collate goes on. A failure inside a ``try`` of the
 script that catches it is raised as without ``--keep-going`` and listed as handled by the script.
-``summary()`` says each cause once, repeats grouped (``root.losses[0..19]``).
+Each cause also gets the user's line that stored it and the change to it (``graphleaf_edu.storing``);
+``graphleaf_edu.keep_going_report`` says each cause once, repeats grouped (``root.losses[0..19]``).
 """
 from __future__ import annotations
 
@@ -29,27 +31,14 @@ import torch
 from torch.multiprocessing.reductions import reduce_tensor as _reduce_tensor
 
 from graphleaf_edu import messages as M
-from graphleaf_edu import on_error, places
+from graphleaf_edu import on_error, places, storing
 from graphleaf_edu.diagnose import scan
-from graphleaf_edu.errors import COWARDLY, GRAPH_LEAVES, WORKER_ERROR, error_line
 from graphleaf_edu.findings import Finding
+from graphleaf_edu.i18n import N_
+from graphleaf_edu.keep_going_report import Failure
 
 _CATCHING = {"RuntimeError", "Exception", "BaseException"}
 reduce_tensor: Callable[[torch.Tensor], Any] = _reduce_tensor  # torch's reducer of tensors for ForkingPickler
-_STACK_OUT = "stack(): functions with out=... arguments don't support automatic differentiation"
-
-
-@dataclass
-class Failure:
-    """One cause, as the summary says it: what, where it was copied or sent, and its fix."""
-
-    operation: str  # M.COPIED_AT, M.SENT_AT or M.CHECKED_AT
-    place: str | None
-    root: str  # "a Attention (copy.deepcopy(x) called in ...)"
-    finding: Finding
-    created: str | None
-    handled: bool = False
-    times: int = 1
 
 
 @dataclass
@@ -61,14 +50,15 @@ class KeepGoing:
     _checked_datasets: set[int] = field(default_factory=set)
     _lock: threading.RLock = field(default_factory=threading.RLock)  # a Queue's feeder thread records too
     _recording: threading.local = field(default_factory=threading.local)  # the walk's own probe copies
+    fork_detached: bool = False  # a fork loader's dataset had its culprits detached for this run
 
     # --- recording ---------------------------------------------------------------------------------
-    def record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], place: str | None,
+    def record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], site: Site,
                sending: bool, handled: bool) -> None:
         with self._lock:
             self._recording.active = True
             try:
-                self._record(operation, tensor, candidates, place, sending, handled)
+                self._record(operation, tensor, candidates, site, sending, handled)
             finally:
                 self._recording.active = False
 
@@ -76,11 +66,12 @@ class KeepGoing:
         """In this thread, the hooks are being run by the recording itself (the walk probes a copy)."""
         return bool(getattr(self._recording, "active", False))
 
-    def _record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], place: str | None,
+    def _record(self, operation: str, tensor: torch.Tensor, candidates: list[tuple[Any, str]], site: Site,
                 sending: bool, handled: bool) -> None:
         root, how, finding = self._finding_of(tensor, candidates, sending)
-        self._add(Failure(operation, place, M.say(M.KG_ROOT, type_name=type(root).__name__, how=M.say(how)),
-                          on_error.fitted_finding(finding, sending, root), self._created(tensor), handled))
+        self._add(Failure(operation, site.place, type(root).__name__, M.say(how),
+                          on_error.fitted_finding(finding, sending, root), self._created(tensor),
+                          _store(root, finding, site.frame), site.library, handled))
 
     def _add(self, failure: Failure) -> None:
         key = (failure.operation, failure.place, failure.finding.where, failure.finding.kind, failure.handled)
@@ -91,7 +82,8 @@ class KeepGoing:
 
     @staticmethod
     def _created(tensor: torch.Tensor) -> str | None:
-        return places.creation_note(tensor.grad_fn) or M.say(M.CREATED_NOT_RECORDED)
+        in_library = N_("created at {places}, inside the library call made there")  # what stored it is named apart
+        return places.creation_note(tensor.grad_fn, in_library=in_library) or M.say(M.CREATED_NOT_RECORDED)
 
     def _finding_of(self, tensor: torch.Tensor, candidates: list[tuple[Any, str]],
                     sending: bool) -> tuple[Any, str, Finding]:
@@ -113,68 +105,18 @@ class KeepGoing:
         return self._scans[key][1]
 
     def check_dataset(self, loader: Any) -> None:
-        """A ``fork`` loader's dataset, read by the workers as it is: named before a worker fails."""
+        """A ``fork`` loader's dataset, read by the workers as it is: named before a worker reads it,
+        then its culprits detached in it for this run (as if it were fixed)."""
         dataset = loader.dataset
         if id(dataset) in self._checked_datasets:
             return
         self._checked_datasets.add(id(dataset))
-        place = places.callers_place(skip=2)
+        frame = places.callers_frame(skip=2)
+        site = Site(frame, None if frame is None else places.frame_place(frame))
         for finding in scan(dataset).findings:
-            self._add(Failure(M.CHECKED_AT, place, M.say(M.KG_ROOT, type_name=type(dataset).__name__,
-                                                          how=M.say(M.HOW_FORK_DATASET)),
-                              finding, self._created(finding.tensor)))
-
-    # --- the summary -------------------------------------------------------------------------------
-    def summary(self, stopped_by: BaseException | None = None) -> str:
-        if not self.failures:
-            lines = [M.say(M.KG_NONE)]
-        else:
-            lines = [M.say(M.KG_HEADER, count=len(self._grouped()))]
-            for number, (failure, group) in enumerate(self._grouped(), 1):
-                lines += self._entry(number, failure, group)
-            lines += ["", M.say(M.CLONE_RULE)]
-        if stopped_by is not None:
-            lines += ["", M.say(M.KG_STOPPED, error=error_line(stopped_by)), *self._limits_met(stopped_by)]
-        elif any(failure.operation == M.CHECKED_AT for failure in self.failures.values()):
-            lines += ["", M.say(M.KG_LIMIT_FORK_WORKERS)]
-        return "\n".join(M.KG_PREFIX + line if line else "" for line in lines)
-
-    def _grouped(self) -> list[tuple[Failure, on_error.FindingGroup]]:
-        """Failures at the same line, of the same kind, grouped by their index (``root.losses[0..19]``)."""
-        by_place: dict[tuple[Any, ...], list[Failure]] = {}
-        for failure in self.failures.values():
-            key = (failure.operation, failure.place, failure.root, failure.handled)
-            by_place.setdefault(key, []).append(failure)
-        result = []
-        for same_place in by_place.values():
-            first_of = {id(f.finding): f for f in same_place}
-            for group in on_error.grouped([f.finding for f in same_place]):
-                result.append((first_of[id(group.first)], group))
-        return result
-
-    @staticmethod
-    def _entry(number: int, failure: Failure, group: on_error.FindingGroup) -> list[str]:
-        finding = group.first
-        times = M.say(M.KG_TIMES, times=failure.times) if failure.times > 1 else ""
-        place = M.say(failure.operation, place=(failure.place or M.say(M.KG_NO_USER_LINE)) + times)
-        tensors = M.say(" ({count} tensors)", count=group.count) if group.count > 1 else ""
-        lines = [f"{number}. {group.where}{tensors}", f"   {place}", M.say("   root: {root}", root=failure.root),
-                 M.say("   cause: {cause} (grad_fn={grad_fn})", cause=finding.cause, grad_fn=finding.grad_fn)]
-        if failure.created:
-            lines.append(f"   {failure.created}")
-        lines.append(M.say("   fix: {fix}", fix=finding.fix))
-        if failure.handled:
-            lines.append("   " + M.say(M.KG_HANDLED))
-        return lines
-
-    @staticmethod
-    def _limits_met(error: BaseException) -> list[str]:
-        text = "\n".join(str(e) for e in on_error.chain_of(error))
-        if WORKER_ERROR in text and _STACK_OUT in text:
-            return [M.say(M.KG_LIMIT_WORKER_STACK)]
-        if GRAPH_LEAVES in text or COWARDLY in text:
-            return [M.say(M.KG_LIMIT_UNREACHED)]
-        return []
+            self._add(Failure(M.CHECKED_AT, site.place, type(dataset).__name__, M.say(M.HOW_FORK_DATASET), finding,
+                              self._created(finding.tensor), _store(dataset, finding, frame)))
+            self.fork_detached |= storing.detach_in_place(dataset, finding.path)
 
     # --- the hooks ---------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -212,13 +154,17 @@ class KeepGoing:
                 return deepcopy(tensor, memo)
             frames = _live_frames()
             handled = _script_catches(frames)
-            candidates = [(frame.f_locals["x"], _how_copied(frames, index)) for index, frame in enumerate(frames)
-                          if frame.f_code is copy.deepcopy.__code__ and "x" in frame.f_locals]
-            self.record(M.COPIED_AT, tensor, candidates, _users_place(frames), sending=False, handled=handled)
+            copies = [index for index, frame in enumerate(frames)
+                      if frame.f_code is copy.deepcopy.__code__ and "x" in frame.f_locals]
+            candidates = [(frames[index].f_locals["x"], _how_copied(frames, index)) for index in copies]
+            site = _site(frames, _copier_library(frames, copies[0]) if copies else None)
+            self.record(M.COPIED_AT, tensor, candidates, site, sending=False, handled=handled)
             if handled:
                 return deepcopy(tensor, memo)  # raises the graph-leaves error for the script to catch
-            copied = deepcopy(tensor.detach(), memo)
+            detached = tensor.detach()
+            copied = deepcopy(detached, memo)
             memo[id(tensor)] = copied
+            memo.setdefault(id(memo), []).append(detached)  # copy's keep-alive list: no later detach() gets its id
             return copied
 
         return __deepcopy__
@@ -232,8 +178,11 @@ class KeepGoing:
             handled = _script_catches(frames)
             sent = on_error.copied_object_in(frames, sending=True)
             candidates = [] if sent is None else [(sent.obj, sent.how)]
-            place = _users_place(frames) or (on_error.put_place(sent.obj) if sent is not None else None)
-            self.record(M.SENT_AT, tensor, candidates, place, sending=True, handled=handled)
+            site = _site(frames, None)
+            if site.frame is None and sent is not None:
+                put = on_error.put_frame(sent.obj)  # a Queue's feeder thread: the line that put it
+                site = Site(put, None if put is None else places.frame_place(put))
+            self.record(M.SENT_AT, tensor, candidates, site, sending=True, handled=handled)
             return reduce_tensor(tensor if handled else tensor.detach())
 
         return reduce_detached
@@ -264,9 +213,32 @@ def _live_frames() -> list[types.FrameType]:
     return frames[::-1]
 
 
-def _users_place(frames: list[types.FrameType]) -> str | None:
+@dataclass(frozen=True)
+class Site:
+    """The user's line where a copy or send was made, and the library module that made it, if one did."""
+
+    frame: places.Frame | None
+    place: str | None
+    library: str | None = None
+
+
+def _site(frames: list[types.FrameType], library: str | None) -> Site:
     found = places.innermost_users(places.Frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name) for f in frames)
-    return None if found is None else places.frame_place(found)
+    return Site(found, None if found is None else places.frame_place(found), library)
+
+
+def _copier_library(frames: list[types.FrameType], outermost_copy: int) -> str | None:
+    """The module that called the outermost ``copy.deepcopy``, where it is not the user's code."""
+    caller = frames[outermost_copy - 1] if outermost_copy > 0 else None
+    if caller is None or places.is_users(caller.f_code.co_filename):
+        return None
+    return str(caller.f_globals.get("__name__", "?"))
+
+
+def _store(root: Any, finding: Finding, site: places.Frame | None) -> storing.Store | None:
+    """The line that stored the culprit: searched in the holder's code, then where it was created or copied."""
+    created = [frame for frame in places.creation_frames(finding.tensor.grad_fn) if places.is_users(frame.filename)]
+    return storing.storing_line(root, finding.path, [*created[::-1], *([site] if site else [])], site)
 
 
 def _how_copied(frames: list[types.FrameType], index: int) -> str:

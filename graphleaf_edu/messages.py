@@ -77,24 +77,33 @@ GROUPED_FINDING = N_("{where}: {count} tensors, {cause} (grad_fn={grad_fn}) | fi
 KG_CANNOT_CONTINUE = N_(
     "What --keep-going cannot continue past: a process it does not run in (a spawned or forkserver child,\n"
     "a torch.multiprocessing.spawn worker: their own deepcopies and sends fail as usual, and the error\n"
-    "that reaches this process ends the run); a fork DataLoader worker that collates non-leaf samples\n"
-    "(`stack(): functions with out=... arguments don't support automatic differentiation`): the\n"
-    "dataset is named when the loader's iterator starts, then the worker's error ends the run; a tensor\n"
-    "subclass with its own __deepcopy__; and any other error the script raises. What a fork child\n"
-    "(a DataLoader worker) copies or sends with a culprit detached is not in the summary."
+    "that reaches this process ends the run); a fork DataLoader worker that collates non-leaf samples its\n"
+    "dataset computes in __getitem__ (`stack(): functions with out=... arguments don't support automatic\n"
+    "differentiation`; the non-leaf tensors a dataset holds are detached for the run when the loader's\n"
+    "iterator starts, so their collate goes on); a tensor subclass with its own __deepcopy__; and any\n"
+    "other error the script raises. What a fork child (a DataLoader worker) copies or sends with a\n"
+    "culprit detached is not in the summary."
 )
 RUNNER_USAGE = N_(
-    "usage: python -m graphleaf_edu [--keep-going] [--origins] [--lang LANG] SCRIPT [ARGS...]\n"
-    "Runs SCRIPT as __main__; if it raises the graph-leaves deepcopy error (or torch.multiprocessing's\n"
+    "usage: python -m graphleaf_edu [--keep-going [--patch FILE] [--library PATH]] [--origins] [--lang LANG]\n"
+    "                               SCRIPT|DIR [ARGS...]\n"
+    "Runs SCRIPT (or DIR/__main__.py) as __main__; if it raises the graph-leaves deepcopy error (or torch.multiprocessing's\n"
     "\"Cowardly refusing to serialize\"), the traceback ends with notes naming the line of your code that\n"
     "copied or sent the object, every non-leaf tensor's path, its cause and its fix.\n"
     "\n"
     "  --keep-going  every cause in one run: each deepcopy or send that would fail is recorded and done\n"
     "                with the culprits detached, so the script goes on; a summary at exit names each\n"
-    "                cause once (path, cause, the lines that created and copied or sent it, the fix).\n"
+    "                cause once (path, cause, the lines that copied or sent, stored and created it, and\n"
+    "                the change to the storing line, else the fix in words).\n"
     "                A failure inside a try of the script that catches it is raised as usual and\n"
     "                listed as handled by the script. Records origins. Exit status: the script's own\n"
-    "                non-zero status, else 1 when a cause was found, else 0.\n"
+    "                non-zero status, else 1 when a cause was found, else 0. Under torchrun\n"
+    "                (torchrun --nproc-per-node 2 -m graphleaf_edu --keep-going train.py) each rank keeps\n"
+    "                going and rank 0 prints one summary, with the ranks each cause was met on.\n"
+    "  --patch FILE  also write the changes shown as one unified diff to FILE (git apply FILE, or\n"
+    "                patch -p1 < FILE); your files are never edited\n"
+    "  --library PATH  a file or folder of code you do not own (like site-packages): a copy made\n"
+    "                there is named at your line that called it, the change at your storing line\n"
     "  --origins     also name the line of your code that created each of those tensors (autograd's\n"
     "                anomaly mode: a compute-bound script runs slower, ~1.5 x in make bench)\n"
     "  --lang LANG   the language of the notes and the summary: en (the default) or zh-CN (Simplified\n"
@@ -119,19 +128,29 @@ INDEX_SEE_THE_ERROR = N_("the same as for the dataset rows above; always pass `t
 
 # --- python -m graphleaf_edu --keep-going: the summary at exit ----------------------------------
 KG_PREFIX = "graphleaf_edu --keep-going: "
-KG_ROOT = N_("a {type_name} ({how})")
-KG_HEADER = N_("{count} cause(s) found; each copy or send went on with these tensors detached (the script's own results may differ from a fixed run's)")
 KG_NONE = N_("no deepcopy or torch.multiprocessing send met a non-leaf tensor in this run")
+KG_ITSELF = N_("{number}. the {type_name} itself: {how}")
+KG_CHANGES_KEEP = N_(
+    "each change stores the tensor detached: it stays a tensor (a list of tensors stays a list of tensors) and "
+    "shares the original's memory, so the script computes and prints what it did; `.item()` would store a "
+    "Python number instead"
+)
+KG_CHANGE_AT = N_("change at {where}:")
+KG_IN_LIBRARY = N_("the copy is made inside {module}, code you do not own: the change belongs where the tensor is stored")
+KG_RANKS = N_("met on rank {ranks}")
+KG_FORK_DETACHED = N_(
+    "a fork DataLoader's dataset held non-leaf tensors (checked when its iterator started): for this run only "
+    "they were detached before its workers started, so the run went on past the workers' collate; your files "
+    "are unchanged"
+)
+KG_PATCH_WRITTEN = N_("these changes as one diff: {file} (apply it with `git apply {file}` or `patch -p1 < {file}`)")
+KG_PATCH_HINT = N_("add `--patch fix.diff` before the script to get these changes as one diff for `git apply fix.diff`")
 KG_STOPPED = N_("the script stopped at: {error}")
 KG_TIMES = N_(" ({times} times)")
 KG_NO_USER_LINE = N_("no line of your own code on the stack")
 KG_HANDLED = N_("handled by the script: its own except clause caught the error, raised as without --keep-going")
 CHECKED_AT = N_("checked when the loader's iterator started at {place}")
 HOW_FORK_DATASET = N_("a fork DataLoader's dataset: its workers read it as it is")
-KG_LIMIT_FORK_WORKERS = N_(
-    "a fork DataLoader's workers read its dataset as it is: one that deep-copies a sample goes on with it "
-    "detached, one that collates non-leaf samples fails (stack(out=...)) and ends the run"
-)
 KG_LIMIT_WORKER_STACK = N_(
     "--keep-going cannot continue past a fork DataLoader worker that collates non-leaf samples: "
     "fix the dataset named above and run again"

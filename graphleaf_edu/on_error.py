@@ -102,17 +102,17 @@ def _has_notes(error: BaseException) -> bool:
     return any(note.startswith(NOTE_PREFIX) for note in getattr(error, "__notes__", ()))
 
 
-def diagnosis_notes(error: BaseException, place: str | None = None, copied: CopiedObject | None = None) -> list[str]:
+def diagnosis_notes(error: BaseException, place: str | None = None, copied: CopiedObject | None = None,
+                    also: tuple[str, ...] = ()) -> list[str]:
     """The notes for one graph error: where (``place``: the user's line), what was being copied or
-    sent, each culprit's path, cause, fix and creation line."""
+    sent, each culprit's path, cause, fix and creation line, ``also`` (said), and last the hint."""
     sending = error_kind(error) == "multiprocessing"
     copied = copied or find_copied_object(error.__traceback__, sending)
     meaning = gloss(first_line(str(error)))  # what PyTorch's own words mean, in the user's language
     notes = [meaning] if meaning else []
-    notes += [] if torch.is_anomaly_enabled() else [M.say(_origins_hint[-1])]
     notes.append(M.say(M.SENT_AT if sending else M.COPIED_AT, place=place) if place else M.say(M.PLACE_UNKNOWN))
     if copied is None:
-        return _prefixed(notes + [M.say(M.NOT_FOUND_SENT if sending else M.NOT_FOUND_COPIED)])
+        return _prefixed([*notes, M.say(M.NOT_FOUND_SENT if sending else M.NOT_FOUND_COPIED), *also, *_origins_hint_note()])
     findings = copied.findings if copied.findings is not None else _walk(copied.obj, sending)
     root = M.SENDING_ROOT if sending else M.COPYING_ROOT
     notes.append(M.say(root, type_name=type(copied.obj).__name__, how=M.say(copied.how)))
@@ -135,7 +135,12 @@ def diagnosis_notes(error: BaseException, place: str | None = None, copied: Copi
         notes.append(M.say(M.SAFE_COPY_HINT))
     if any("detach()" in finding.fix for finding in fitted):
         notes.append(M.say(M.CLONE_RULE))
-    return _prefixed(notes)
+    return _prefixed([*notes, *also, *_origins_hint_note()])
+
+
+def _origins_hint_note() -> list[str]:
+    """How to name each tensor's creating line: a hint, so after the diagnosis."""
+    return [] if torch.is_anomaly_enabled() or not _origins_hint[-1] else [M.say(_origins_hint[-1])]
 
 
 def _prefixed(notes: list[str]) -> list[str]:
@@ -308,18 +313,17 @@ def _recording_put(queue: Any, obj: Any, block: bool = True, timeout: float | No
     _ORIGINAL_PUT(queue, obj, block, timeout)
 
 
-def put_place(obj: Any) -> str | None:
-    """The line that put ``obj`` (alive now, so the newest entry with its id is its own)."""
-    for identity, frame in reversed(_PUT_PLACES):
-        if identity == id(obj):
-            return None if frame is None else places.frame_place(frame)
-    return None
+def put_frame(obj: Any) -> places.Frame | None:
+    """The user's frame that put ``obj`` (alive now, so the newest entry with its id is its own)."""
+    return next((frame for identity, frame in reversed(_PUT_PLACES) if identity == id(obj)), None)
 
 
 def _feeder_error_with_notes(error: Exception, obj: Any) -> None:
     if is_graph_error(error) and not _has_notes(error):
         copied = CopiedObject(obj, M.HOW_QUEUE)
-        for note in diagnosis_notes(error, place=put_place(obj), copied=copied) + [NOTE_PREFIX + M.say(M.FEEDER_THREAD)]:
+        put = put_frame(obj)
+        place = None if put is None else places.frame_place(put)
+        for note in diagnosis_notes(error, place=place, copied=copied, also=(M.say(M.FEEDER_THREAD),)):
             error.add_note(note)
     traceback.print_exception(error, file=sys.stderr)
 
@@ -409,12 +413,12 @@ def explain_errors(origins: bool = False) -> Iterator[None]:
         ... except RuntimeError as error:
         ...     for note in error.__notes__:
         ...         print(note)
-        graphleaf_edu: to name the line that created each tensor, turn origins on ...
         graphleaf_edu: copied at <doctest ...>:3  copy.deepcopy(model)
         graphleaf_edu: copying root = a Linear (copy.deepcopy(x) called in ...)
         graphleaf_edu: root.cache: cached activation in a module attribute (grad_fn=AddmmBackward0) | fix: ...
         graphleaf_edu: graphleaf_edu.safe_deepcopy(root) copies root with these tensors detached
         graphleaf_edu: `t.detach()` shares t's memory ...
+        graphleaf_edu: to name the line that created each tensor, turn origins on ...
     """
     with explaining(origins, M.ORIGINS_HINT_CODE):
         yield

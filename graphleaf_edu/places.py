@@ -49,6 +49,15 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted(os.path.abspath(root) + os.sep for root in roots if root))
 
 
+_marked_library: list[str] = []  # files and folders the user marked as library code (--library PATH)
+
+
+def mark_library(paths: Iterable[str]) -> None:
+    """Treat these files (and everything under these folders) as library code, not the user's."""
+    _marked_library[:] = [os.path.abspath(path) for path in paths]
+    _is_users_file.cache_clear()
+
+
 def is_users(filename: str) -> bool:
     """True for a file of the user's own code (a script, a module of theirs, an IPython cell)."""
     return _cell_name(filename, 1) is not None or _is_users_file(filename)
@@ -61,13 +70,15 @@ def _is_users_file(filename: str) -> bool:
     path = os.path.abspath(filename)
     if _INSTALLED & set(path.split(os.sep)):
         return False
+    if any(path == marked or path.startswith(marked + os.sep) for marked in _marked_library):
+        return False
     return not path.startswith(_library_roots())
 
 
 def place(filename: str, lineno: int) -> str:
     """``train.py:72  queue.put(logits)``; ``Cell In[3], line 2  queue.put(logits)`` in IPython."""
     text = linecache.getline(filename, lineno).strip()
-    where = _cell_name(filename, lineno) or f"{_shown_path(filename)}:{lineno}"
+    where = _cell_name(filename, lineno) or f"{shown_path(filename)}:{lineno}"
     return f"{where}  {text}" if text else where
 
 
@@ -78,12 +89,12 @@ def frame_place(frame: Frame) -> str:
 def function_place(frame: Frame) -> str:
     """``train.py:21 in forward  attn = scores.softmax(-1)``: where, in which function."""
     text = linecache.getline(frame.filename, frame.lineno).strip()
-    where = _cell_name(frame.filename, frame.lineno) or f"{_shown_path(frame.filename)}:{frame.lineno}"
+    where = _cell_name(frame.filename, frame.lineno) or f"{shown_path(frame.filename)}:{frame.lineno}"
     name = "" if frame.name == "<module>" else M.say(" in {function}", function=frame.name)
     return f"{where}{name}  {text}" if text else f"{where}{name}"
 
 
-def _shown_path(filename: str) -> str:
+def shown_path(filename: str) -> str:
     """Relative to the working directory when the file is under it, else as it is."""
     path = os.path.abspath(filename)
     here = os.getcwd() + os.sep
@@ -150,14 +161,19 @@ def formatted_stack_frames(formatted: Iterable[str]) -> list[Frame]:
     return frames
 
 
-def creation_note(grad_fn: Any) -> str | None:
-    """Where autograd recorded ``grad_fn``'s creation (anomaly mode), in the user's frames; None
-    when nothing was recorded."""
+def creation_frames(grad_fn: Any) -> list[Frame]:
+    """The stack autograd recorded where ``grad_fn`` was made (anomaly mode), outermost first; [] when none."""
     metadata = getattr(grad_fn, "metadata", None)
     stack = metadata.get("traceback_") if isinstance(metadata, dict) else None
-    if not stack:
+    return formatted_stack_frames(stack) if stack else []
+
+
+def creation_note(grad_fn: Any, in_library: str = M.CREATED_IN_LIBRARY) -> str | None:
+    """Where autograd recorded ``grad_fn``'s creation (anomaly mode), in the user's frames; None
+    when nothing was recorded. ``in_library``: the words for a tensor made inside a library call."""
+    frames = creation_frames(grad_fn)
+    if not frames:
         return None
-    frames = formatted_stack_frames(stack)
     users = [frame for frame in frames if is_users(frame.filename)]
     if not users:
         return None
@@ -165,4 +181,4 @@ def creation_note(grad_fn: Any) -> str | None:
     if len(users) > 1 and users[-2].name != "<module>":  # a script's `main()` line says nothing more
         places = M.say(M.CALLED_FROM, place=places, outer=function_place(users[-2]))
     made_in_library = not is_users(frames[-1].filename)
-    return M.say(M.CREATED_IN_LIBRARY if made_in_library else M.CREATED_AT, places=places)
+    return M.say(in_library if made_in_library else M.CREATED_AT, places=places)

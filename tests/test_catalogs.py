@@ -367,9 +367,9 @@ def test_the_runner_speaks_chinese_with_lang_or_the_environment(tmp_path):
     english = run_the_runner(str(script))
     assert "graphleaf_edu: root.cache: cached activation in a module attribute" in english.stderr
     kept_going = run_the_runner("--keep-going", "--lang", "zh-CN", str(script)).stderr.splitlines()
-    summary = [line.removeprefix("graphleaf_edu --keep-going: ") for line in kept_going
-               if line.startswith("graphleaf_edu --keep-going: ")]
-    assert summary[0].startswith("找到 1 个原因；"), summary
+    start = next(n for n, line in enumerate(kept_going) if line.startswith("graphleaf_edu --keep-going: "))
+    summary = [kept_going[start].removeprefix("graphleaf_edu --keep-going: "), *kept_going[start + 1:]]
+    assert summary[0].startswith("这次运行中有 1 个原因。"), summary
     assert "   原因：模块属性里缓存的激活值（grad_fn=AddmmBackward0）" in summary
     assert english_left("\n".join(summary)) == []
     usage = run_the_runner("--lang", "zh-CN")

@@ -12,8 +12,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "graphleaf_edu"
 FLOORS = [
     {"errors", "i18n", "messages", "places", "tables", "tracebacks", "notebook", "kernels"},
-    {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose"},
-    {"copying", "copyable", "graph_picture", "on_error", "keep_going"},
+    {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose", "storing",
+     "patches"},
+    {"copying", "copyable", "graph_picture", "on_error", "keep_going", "keep_going_report", "ranks"},
     {"graphs", "dataloading"},
     {"scenarios"},
     {"views", "gpu_probes"},

@@ -46,12 +46,12 @@ SENT = [  # (run, the user's line that sent it, what root is, the finding's star
 def test_a_send_names_the_line_that_sent_and_the_detach_at_that_call(plain_runs, run, statement, root, finding):
     completed = plain_runs[run]
     notes = notes_in(completed.stderr)
-    assert notes[0] == M.say(M.ORIGINS_HINT_RUNNER, command=f"python -m graphleaf_edu --origins {run}")
-    assert notes[1] == M.say(M.SENT_AT, place=line_of(run, statement))
-    assert notes[2] == M.say(M.SENDING_ROOT, type_name=root.split(" (")[0].removeprefix("a "),
+    assert notes[-1] == M.say(M.ORIGINS_HINT_RUNNER, command=f"python -m graphleaf_edu --origins {run}")
+    assert notes[0] == M.say(M.SENT_AT, place=line_of(run, statement))
+    assert notes[1] == M.say(M.SENDING_ROOT, type_name=root.split(" (")[0].removeprefix("a "),
                              how=root.split(" (", 1)[1].removesuffix(")"))
-    assert notes[3] == M.SEND_RULES
-    assert notes[4].startswith(finding) and notes[4].endswith("| fix: " + M.SEND_FIX)
+    assert notes[2] == M.SEND_RULES
+    assert notes[3].startswith(finding) and notes[3].endswith("| fix: " + M.SEND_FIX)
     assert M.CLONE_RULE in notes
     assert "no_grad" not in completed.stderr.split(M.NOTE_PREFIX, 1)[1], "never no_grad for a training output"
     assert not any("cannot look inside" in note for note in notes)
@@ -60,7 +60,7 @@ def test_a_send_names_the_line_that_sent_and_the_detach_at_that_call(plain_runs,
 def test_a_queues_feeder_thread_error_is_printed_with_the_notes_and_the_script_goes_on(plain_runs):
     completed = plain_runs["feeder_queue.py"]
     assert completed.returncode == 0 and "the script went on" in completed.stdout
-    assert notes_in(completed.stderr)[-1] == M.FEEDER_THREAD
+    assert notes_in(completed.stderr)[-2] == M.FEEDER_THREAD, "the diagnosis, then the hint"
 
 
 def test_a_simple_queue_refusal_stops_the_script_at_put(plain_runs):
@@ -72,8 +72,8 @@ def test_a_simple_queue_refusal_stops_the_script_at_put(plain_runs):
 def test_a_dataloaders_dataset_is_named_at_the_loop_with_the_datasets_fix(plain_runs, start_method):
     notes = notes_in(plain_runs[f"loaders.py {start_method}"].stderr)
     verb = M.SENT_AT if start_method == "spawn" else M.COPIED_AT
-    assert notes[1] == M.say(verb, place=line_of("loaders.py", "for batch in loader:"))
-    assert notes[2].startswith(("sending" if start_method == "spawn" else "copying") + " root = a Embeddings (the DataLoader's dataset")
+    assert notes[0] == M.say(verb, place=line_of("loaders.py", "for batch in loader:"))
+    assert notes[1].startswith(("sending" if start_method == "spawn" else "copying") + " root = a Embeddings (the DataLoader's dataset")
     assert f"root.rows: {C.DATASET.cause} (grad_fn=AddmmBackward0) | fix: {C.DATASET.fix}" in notes
     assert (M.SEND_RULES in notes) == (start_method == "spawn")
 
@@ -95,7 +95,7 @@ def test_a_copy_names_the_line_that_copied_each_culprit_and_its_fix(plain_runs, 
     completed = plain_runs[run]
     assert completed.returncode == 1
     notes = notes_in(completed.stderr)
-    assert notes[1] == M.say(M.COPIED_AT, place=line_of(run, statement))
+    assert notes[0] == M.say(M.COPIED_AT, place=line_of(run, statement))
     matching = [note for note in notes if note.startswith(finding)]
     assert len(matching) == 1, notes
     if fix:
@@ -106,7 +106,7 @@ def test_a_copy_names_the_line_that_copied_each_culprit_and_its_fix(plain_runs, 
 
 def test_the_innermost_failing_copy_is_walked_when_an_own_deepcopy_hides_the_culprit(plain_runs):
     notes = notes_in(plain_runs["hidden_copy.py"].stderr)
-    assert notes[2] == M.say(M.COPYING_ROOT, type_name="dict", how=M.say(
+    assert notes[1] == M.say(M.COPYING_ROOT, type_name="dict", how=M.say(
         M.HOW_INNER_DEEPCOPY, called_in="__main__, Trainer.__deepcopy__"))
     assert M.NOTHING_REACHABLE_COPY not in notes
 
@@ -116,7 +116,7 @@ def test_a_wrapped_error_gets_the_notes_on_the_exception_the_user_sees(plain_run
     inner, outer = stderr.split("The above exception was the direct cause of the following exception:")
     assert M.NOTE_PREFIX not in inner and "graph leaves" in inner
     assert "snapshot_pipeline.PipelineError: could not snapshot the batch" in outer
-    assert notes_in(outer)[2] == M.say(M.COPYING_ROOT, type_name="dict",
+    assert notes_in(outer)[1] == M.say(M.COPYING_ROOT, type_name="dict",
                                        how=M.say(M.HOW_DEEPCOPY, called_in="snapshot_pipeline, snapshot"))
 
 
@@ -200,8 +200,8 @@ def test_in_a_kernel_the_notes_name_the_cell_and_line(kernel_outputs, name):
     statement = cell.splitlines()[line - 1].strip()
     notes = notes_in(text)
     verb = M.SENT_AT if name in ("simple queue", "feeder queue", "process", "spawn loader") else M.COPIED_AT
-    assert notes[0] == M.ORIGINS_HINT_CODE
-    assert notes[1] == M.say(verb, place=f"Cell In[{count}], line {line}  {statement}")
+    assert notes[-1] == M.ORIGINS_HINT_CODE
+    assert notes[0] == M.say(verb, place=f"Cell In[{count}], line {line}  {statement}")
     assert "ipykernel" not in "\n".join(notes) and ".py:" not in "\n".join(notes), "no temporary file path"
     assert "no_grad" not in "\n".join(notes) or name in ("fork loader", "spawn loader")
 
@@ -210,7 +210,7 @@ def test_in_a_kernel_the_dataclass_and_the_hidden_copy_are_walked_as_in_a_script
     losses = notes_in(kernel_outputs["losses"][1])
     assert any(note.startswith("root.losses[0..2]: 3 tensors, ") for note in losses)
     hidden = notes_in(kernel_outputs["hidden copy"][1])
-    assert hidden[2] == M.say(M.COPYING_ROOT, type_name="dict",
+    assert hidden[1] == M.say(M.COPYING_ROOT, type_name="dict",
                               how=M.say(M.HOW_INNER_DEEPCOPY, called_in="__main__, Holder.__deepcopy__"))
 
 
@@ -218,4 +218,4 @@ def test_in_a_kernel_a_wrapped_error_and_a_feeder_thread_get_their_notes(kernel_
     _, wrapped = kernel_outputs["wrapped"]
     assert wrapped.index("PipelineError") < wrapped.index(M.NOTE_PREFIX + "copied at")
     _, fed = kernel_outputs["feeder queue"]
-    assert notes_in(fed)[-1] == M.FEEDER_THREAD
+    assert notes_in(fed)[-2] == M.FEEDER_THREAD

@@ -61,15 +61,15 @@ def test_a_direct_deepcopy_gets_notes_naming_the_root_every_culprit_and_its_fix(
     error = raised_inside(copy.deepcopy, {"model": model})
     assert type(error) is RuntimeError and "graph leaves" in str(error)
     notes = error.__notes__
-    assert notes[0] == NOTE_PREFIX + M.ORIGINS_HINT_CODE, "the first note says how to turn origins on"
-    assert notes[1].startswith(NOTE_PREFIX + "copied at test_on_error.py:") or notes[1].startswith(
+    assert notes[-1] == NOTE_PREFIX + M.ORIGINS_HINT_CODE, "the last note, after the diagnosis, says how to turn origins on"
+    assert notes[0].startswith(NOTE_PREFIX + "copied at test_on_error.py:") or notes[0].startswith(
         NOTE_PREFIX + "copied at tests/test_on_error.py:")
-    assert notes[1].endswith("  function(*args)"), "the innermost frame of the user's code"
-    assert notes[2].startswith(NOTE_PREFIX + "copying root = a dict (copy.deepcopy(x) called in ")
-    assert notes[2].endswith(", raised_inside)")  # the function that called copy.deepcopy
-    assert notes[3].startswith(NOTE_PREFIX + "root['model'][1].seen: cached activation in a module attribute")
-    assert "| fix: store `output.detach()`" in notes[3]
-    assert notes[-2:] == [NOTE_PREFIX + M.SAFE_COPY_HINT, NOTE_PREFIX + M.CLONE_RULE]
+    assert notes[0].endswith("  function(*args)"), "the innermost frame of the user's code"
+    assert notes[1].startswith(NOTE_PREFIX + "copying root = a dict (copy.deepcopy(x) called in ")
+    assert notes[1].endswith(", raised_inside)")  # the function that called copy.deepcopy
+    assert notes[2].startswith(NOTE_PREFIX + "root['model'][1].seen: cached activation in a module attribute")
+    assert "| fix: store `output.detach()`" in notes[2]
+    assert notes[-3:-1] == [NOTE_PREFIX + M.SAFE_COPY_HINT, NOTE_PREFIX + M.CLONE_RULE]
 
 
 def test_averaged_model_names_the_library_frame_and_the_model_as_root():
@@ -81,7 +81,7 @@ def test_averaged_model_names_the_library_frame_and_the_model_as_root():
         NOTE_PREFIX + "copying root = a Sequential (copy.deepcopy(x) called in torch.optim.swa_utils, AveragedModel.__init__)"
     )
     assert note_after_root(error).startswith(NOTE_PREFIX + "root[1].seen: cached activation")
-    assert error.__notes__[1].endswith("  return AveragedModel(model)")
+    assert error.__notes__[0].endswith("  return AveragedModel(model)")
 
 
 def test_other_errors_pass_through_unchanged_and_notes_are_added_once():
@@ -134,7 +134,7 @@ def test_ipython_extension_adds_the_notes_to_a_cells_error(capsys):
         shell.run_cell("from torch.optim.swa_utils import AveragedModel\nAveragedModel(model)")
         assert note_after_root(sys.last_value).startswith(NOTE_PREFIX + "root[1].seen")
         assert re.fullmatch(re.escape(NOTE_PREFIX) + r"copied at Cell In\[\d+\], line 2  AveragedModel\(model\)",
-                            sys.last_value.__notes__[1])
+                            sys.last_value.__notes__[0])
         shell.run_cell("raise KeyError('plain')")
         assert not hasattr(sys.last_value, "__notes__")
     finally:
@@ -161,7 +161,8 @@ def test_python_dash_m_graphleaf_edu_runs_a_script_with_the_notes(tmp_path):
     assert f"graphleaf_edu: copied at {script}:8  copy.deepcopy(model)" in run.stderr, "a path outside the cwd stays whole"
     usage = subprocess.run([sys.executable, "-m", "graphleaf_edu"], capture_output=True, text=True, timeout=120,
                            check=False)
-    assert usage.returncode == 2 and usage.stderr.startswith("usage: python -m graphleaf_edu [--keep-going] [--origins] [--lang LANG] SCRIPT")
+    assert usage.returncode == 2 and usage.stderr.startswith(
+        "usage: python -m graphleaf_edu [--keep-going [--patch FILE] [--library PATH]] [--origins] [--lang LANG]")
 
 
 def test_the_extension_hooks_are_importable_from_the_package():

@@ -62,6 +62,7 @@ def rows() -> list[tuple[str, str, str, str]]:
     graph_leaves = f"`{errors.GRAPH_LEAVES} at the moment`"
     cowardly = f"`{errors.COWARDLY_MESSAGE.split('  ')[0]}`"
     dataset_fix = C.DATASET.fix
+    runner_first = f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_DATASET)}"  # the runner finds every cause
     return [
         (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
          f"{say(C.CACHED.fix)}{words('; ')}{M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
@@ -70,9 +71,9 @@ def rows() -> list[tuple[str, str, str, str]]:
          M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), lessons(dive("in_the_wild", " §1"))),
         (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.NONLEAF_GRAD.fix),
          lessons(dive("what_deepcopy_does", " §2"), dive("in_the_wild", " §6"))),
-        (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", say(M.INDEX_EXPLAIN_DATASET), say(dataset_fix),
+        (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", runner_first, say(dataset_fix),
          lessons("`03_dataloader_workers`", dive("dataloader_workers", section="`fork`"))),
-        (f"{WORKER}{STACK_OUT}", say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SAME_FIX),
+        (f"{WORKER}{STACK_OUT}", runner_first, say(M.INDEX_SAME_FIX),
          lessons("`03_dataloader_workers`", dive("dataloader_workers", section="`fork`"))),
         (cowardly, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_SENT)}",
          f"{say(M.SEND_FIX)}{words('; ')}{say(M.INDEX_FOR_A_DATASET)}",
