@@ -42,7 +42,7 @@ def notebook_map(entries: list[course_stats.Entry], twins: set[str]) -> str:
         if not members:
             continue
         translated = sum(entry.path in twins for entry in members)
-        parts += [(f"**{heading}**：{len(members)} 个笔记本，约 {course_stats.whole_minutes(members)} 分钟，"
+        parts += [(f"**{heading}**{'' if heading.endswith('？') else '：'}{len(members)} 个笔记本，约 {course_stats.whole_minutes(members)} 分钟，"
                    f"{translated} 个已有中文版"), "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
                   *(row(entry, twins) for entry in members), ""]
     return "\n".join(parts).rstrip("\n")
