@@ -116,6 +116,7 @@ ONE_WORD = [
     (re.compile(r"工具包|这个包"), "the package is 本包"),
     (re.compile(r"只用 PyTorch"), "纯 PyTorch"),
     (re.compile(r"要求梯度"), "requires grad is 需要梯度"),
+    (re.compile(r"全部运行"), "Run All is 运行全部单元格, as JupyterLab's Chinese menu says"),
 ]
 # autograd is 自动求导, except in code (`torch.autograd`, a path) and in PyTorch's own messages.
 CODE = re.compile(r"`[^`]*`|^.*\b\w*(?:Error|Exception|Warning): .*$|\S*[._()\[\]=/<>@*\"']\S*", re.MULTILINE)
