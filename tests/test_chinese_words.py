@@ -151,7 +151,7 @@ def test_a_notebook_says_leaf_node_once_at_most_at_the_first_leaf(path):
 
 
 def test_the_term_checks_find_the_old_words():
-    old = "运行这个单元；它是叶子节点，由工具包分析，只用 PyTorch 也行，要求梯度，autograd 会记录"
+    old = "全部运行这个单元；它是叶子节点，由工具包分析，只用 PyTorch 也行，要求梯度，autograd 会记录"
     assert len([1 for pattern, _ in ONE_WORD if pattern.search(old)]) == len(ONE_WORD)
     assert "autograd" in CODE.sub("", old) and "autograd" not in CODE.sub("", "`torch.autograd.grad` 和 torch.autograd.grad")
 
