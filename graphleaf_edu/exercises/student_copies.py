@@ -8,15 +8,13 @@ import argparse
 import copy
 from pathlib import Path
 
-# What a cleared written answer reads in a Chinese student copy (a folder named zh-CN, as the twins lie).
-# nbgrader needs no particular words there (it compares checksums): its own stub is ``YOUR ANSWER HERE``.
-TEXT_STUBS = {"zh-CN": "在这里写下你的回答。"}
 
-
-def student_copy(notebook, text_stub: str | None = None):
+def student_copy(notebook):
     """What students get from a solution notebook: nbgrader's ClearSolutions, ClearHiddenTests and
-    ClearOutput applied to a copy (the argument is not modified). ``text_stub`` replaces a written
-    answer (nbgrader's ``YOUR ANSWER HERE`` by default)."""
+    ClearOutput applied to a copy (the argument is not modified). A written answer is replaced by
+    nbgrader's own stub, ``YOUR ANSWER HERE``, in either language: the release that ``nbgrader
+    generate_assignment`` makes for a class writes that stub (one setting for the whole course), and
+    the student copies must equal that release (tests/test_grading.py)."""
     try:
         from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions
     except ModuleNotFoundError as error:
@@ -24,8 +22,7 @@ def student_copy(notebook, text_stub: str | None = None):
             "Making student copies needs nbgrader: install the project's test extra "
             "(pip install -e '.[test]') or `pip install nbgrader`.") from error
     result, resources = copy.deepcopy(notebook), {}
-    clear_solutions = ClearSolutions() if text_stub is None else ClearSolutions(text_stub=text_stub)
-    for preprocessor in (clear_solutions, ClearHiddenTests(), ClearOutput()):
+    for preprocessor in (ClearSolutions(), ClearHiddenTests(), ClearOutput()):
         result, resources = preprocessor.preprocess(result, resources)
     return result
 
@@ -33,8 +30,7 @@ def student_copy(notebook, text_stub: str | None = None):
 def write_student_copies(source: str | Path, destination: str | Path) -> list[Path]:
     """Write the student copy of every notebook in ``source`` to ``destination``; return their paths.
 
-    Notebooks in ``destination`` without a source are removed, so the folder mirrors ``source``. The
-    notebooks of a folder named for a language (``zh-CN``) get that language's ``TEXT_STUBS``.
+    Notebooks in ``destination`` without a source are removed, so the folder mirrors ``source``.
     """
     import nbformat
 
@@ -48,7 +44,7 @@ def write_student_copies(source: str | Path, destination: str | Path) -> list[Pa
     written = []
     for path in notebooks:
         target = destination / path.name
-        nbformat.write(student_copy(nbformat.read(path, as_version=4), TEXT_STUBS.get(source.resolve().name)), target)
+        nbformat.write(student_copy(nbformat.read(path, as_version=4)), target)
         written.append(target)
     for stale in set(destination.glob("*.ipynb")) - set(written):
         stale.unlink()
