@@ -24,7 +24,7 @@ from graphleaf_edu.scenarios.source import shown_code
 SEED_SCENARIOS = ["intermediate_tensor", "model_output", "dataset_getitem", "model_cache"]
 FIXES = [(s.key, f.key) for s in SCENARIOS.values() for f in s.fixes if f.key != NONE]
 # The fixes whose copy is, by design, the original's memory (their cost says so).
-SHARES_MEMORY = {("intermediate_tensor", "detach"), ("mp_queue", "detach")}
+SHARES_MEMORY = {("intermediate_tensor", "detach"), ("model_output", "detach"), ("mp_queue", "detach")}
 PROBE = torch.randn(2, 4, generator=torch.Generator().manual_seed(1))
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 

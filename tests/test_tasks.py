@@ -7,7 +7,7 @@ from graphleaf_edu.scenarios import SCENARIOS
 
 SOLVED_BY = [
     ("intermediate_tensor", "independent snapshot", ["detach_clone", "safe_deepcopy"]),
-    ("model_output", "copy and keep training", ["detach_clone", "safe_deepcopy"]),
+    ("model_output", "copy and keep training", ["detach_clone", "detach", "safe_deepcopy"]),
     ("model_cache", "fix at the source", ["detach_at_source"]),
     ("forward_hook", "fix at the source", ["detach_at_source"]),
     ("model_cache", "copy without changing anything", ["custom_deepcopy", "getstate", "safe_deepcopy"]),

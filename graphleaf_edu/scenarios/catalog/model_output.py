@@ -35,6 +35,10 @@ def detach_clone_output(output):
     return output.detach().clone()
 
 
+def detach_output(output):
+    return output.detach()
+
+
 def safe_deepcopy_output(output):
     return safe_deepcopy(output)
 
@@ -51,6 +55,9 @@ SCENARIO = Scenario(
         Fix(NONE, N_("no fix: copy.deepcopy"), deepcopy_output, N_("it raises")),
         Fix("detach_clone", "detach().clone()", detach_clone_output,
             N_("new memory; the copy is a leaf outside the graph; output keeps its graph")),
+        Fix("detach", "detach()", detach_output,
+            N_("no copy at all: shares output's memory (writing to one changes the other); outside the graph; "
+               "output keeps its graph")),
         Fix("no_grad", N_("compute it under torch.no_grad()"), deepcopy_output,
             N_("no graph is recorded, so output cannot be backpropagated; the cheapest when no gradient is needed"),
             setup=setup_under_no_grad),
