@@ -107,7 +107,11 @@ class LoaderOutcome:
         ok: every batch arrived.
         error_type: the exception's class name when the run failed, else ``None``.
         error_line: ``"Type: first line"`` of the error the DataLoader raised.
-        cause_line: the same for the error behind it (a worker's own error), if any.
+        cause_line: the line naming the worker's own error, where there is one: quoted in the text of a
+            "Caught ... in DataLoader worker" message, or, after a timeout, the first error line of what the
+            workers printed (``worker_stderr``); otherwise ``error_line``.
+        error_cause: ``"Type: first line"`` of the raised error's ``__cause__``, ``None`` when it has none
+            (a worker's error reaches this process only as text, so it never is one).
         batches: how many batches arrived before the end or the error.
         batch_shape: the first batch's shape; batch_requires_grad and batch_is_leaf its flags.
         elapsed_s: wall time of the run; worker_stderr what the workers printed.
@@ -136,6 +140,7 @@ class LoaderOutcome:
     batch_is_leaf: bool | None
     elapsed_s: float
     worker_stderr: str
+    error_cause: str | None = None
 
     def row(self) -> dict[str, object]:
         """The deterministic columns (no timing, no worker text), for tables and stored outputs."""
@@ -201,10 +206,10 @@ def run_loader(
     with tempfile.TemporaryDirectory(prefix="graphleaf-workers-") as folder:
         loader = DataLoader(dataset, batch_size=batch_size, **worker_options(start_method, num_workers, timeout, folder))
         start = time.perf_counter()
-        batches, error = drain(loader)
+        batches, error = drain(loader, describe=_error_lines_and_cause)
         elapsed = time.perf_counter() - start
         worker_stderr = "".join(path.read_text() for path in sorted(Path(folder).glob("worker-*.txt")))
-    error_type, error_first_line, cause = error or (None, None, None)
+    error_type, error_first_line, cause, raised_cause = error or (None, None, None, "")
     if error_first_line and "timed out" in error_first_line:
         cause = next(iter(error_lines_in(worker_stderr)), cause)
     first = batches[0] if batches else None
@@ -224,6 +229,7 @@ def run_loader(
         batch_is_leaf=first.is_leaf if first is not None else None,
         elapsed_s=elapsed,
         worker_stderr=worker_stderr,
+        error_cause=raised_cause or None,
     )
 
 
@@ -289,8 +295,10 @@ def _send_stderr_to_file(folder: str, worker_id: int) -> None:
     sys.stderr = stream
 
 
-def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch) -> tuple[list, tuple[str, str, str] | None]:
-    """``[each(batch) for batch in loader]``, or the error as ``error_lines``; the workers are gone on return.
+def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch,
+          describe: Callable[[RuntimeError], tuple[str, ...]] | None = None) -> tuple[list, tuple[str, ...] | None]:
+    """``[each(batch) for batch in loader]``, or the error as ``describe(error)`` (``error_lines`` unless
+    given); the workers are gone on return.
 
     The error is returned as strings: the exception itself would keep the iterator, and so its
     workers, alive. ``each`` runs while the workers live (a worker that sent CUDA tensors must).
@@ -300,7 +308,7 @@ def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch) 
         iterator = iter(loader)
         return [each(batch) for batch in iterator], None
     except RuntimeError as error:
-        return [], error_lines(error)
+        return [], (describe or error_lines)(error)
     finally:
         # Workers must be gone before we return, not whenever the iterator is collected.
         if hasattr(iterator, "_shutdown_workers"):
@@ -310,3 +318,9 @@ def drain(loader: DataLoader, each: Callable[[Any], Any] = lambda batch: batch) 
 def error_lines(error: BaseException) -> tuple[str, str, str]:
     """(type name, "Type: first line", the line naming the root cause) for an error, worker errors included."""
     return type(error).__name__, error_line(error), cause_line(error)
+
+
+def _error_lines_and_cause(error: BaseException) -> tuple[str, str, str, str]:
+    """``error_lines(error)`` and the first line of its ``__cause__`` (``""`` when it has none)."""
+    raised_cause = error_line(error.__cause__) if error.__cause__ is not None else ""
+    return (*error_lines(error), raised_cause)

@@ -14,6 +14,8 @@ from graphleaf_edu.dataloading import (
     ROWS,
     DetachedTensorRows,
     TensorRows,
+    _error_lines_and_cause,
+    drain,
     make_dataset,
     outcome_table,
     run_loader,
@@ -62,6 +64,21 @@ def test_fork_deepcopy_in_getitem_fails_in_the_worker():
     outcome = loader(deepcopy_in_getitem=True)
     assert outcome.error_line == WORKER_0
     assert outcome.cause_line.startswith(GRAPH_LEAVES)
+    assert outcome.error_cause is None  # the worker's error is quoted in the message's text, not chained
+
+
+def test_error_cause_is_the_raised_errors_chained_cause():
+    def failing_rows():
+        try:
+            raise ValueError("inner")
+        except ValueError as inner:
+            raise RuntimeError("outer") from inner
+        yield
+
+    batches, error = drain(failing_rows())
+    assert batches == [] and error == ("RuntimeError", "RuntimeError: outer", "RuntimeError: outer")
+    _, error = drain(failing_rows(), describe=_error_lines_and_cause)
+    assert error[-1] == "ValueError: inner"
 
 
 def test_fork_without_deepcopy_fails_in_collate_stack():
@@ -96,6 +113,7 @@ def test_unbatched_nonleaf_rows_time_out_instead_of_hanging_and_nothing_is_print
     assert outcome.error_line == "RuntimeError: DataLoader timed out after 2.0 seconds"
     assert outcome.cause_line.startswith(COWARDLY)
     assert "Cowardly refusing" in outcome.worker_stderr
+    assert outcome.error_cause is None  # this process sees only the timeout: the refusal is in worker_stderr
     assert outcome.elapsed_s >= 2.0
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == ""
