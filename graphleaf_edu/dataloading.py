@@ -39,21 +39,19 @@ ROWS, FEATURES = 8, 4
 
 
 class TensorRows(Dataset):
-    """The dataset of the DataLoader lessons: item ``i`` is row ``i`` of ``data``.
+    """The dataset of the DataLoader lessons: item ``i`` is row ``i`` of ``data``, kept as it was given.
 
-    Built from a non-leaf tensor, its rows are non-leaf too: a ``fork`` worker that deep-copies them
-    fails, and ``spawn``/``forkserver`` workers cannot even receive the dataset. ``DetachedTensorRows``
-    is the fix. The class lives in a module, so spawned workers can import it.
+    ``data`` may be part of an autograd graph: the DataLoader workers deep dive loads such a dataset
+    with each start method. ``DetachedTensorRows`` detaches ``data`` once, when the dataset is built.
 
     Args:
         data: the rows, one per item.
         deepcopy_in_getitem: deep-copy each row before returning it (as some datasets do).
 
     Example:
-        >>> x = torch.ones(3, 2, requires_grad=True)
-        >>> rows = gl.TensorRows(x * 2)
-        >>> len(rows), rows[0]
-        (3, tensor([2., 2.], grad_fn=<SelectBackward0>))
+        >>> rows = gl.TensorRows(torch.arange(6.0).reshape(3, 2))
+        >>> len(rows), rows[1]
+        (3, tensor([2., 3.]))
     """
 
     def __init__(self, data: torch.Tensor, deepcopy_in_getitem: bool = False):

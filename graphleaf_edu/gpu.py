@@ -189,11 +189,11 @@ def gpu_lesson(name: str) -> None:
 
 
 def copy_through_the_cpu(model: nn.Module) -> nn.Module:
-    """The "move to the CPU, copy, move back" helper. Do not use it: it moves the original."""
+    """The "move to the CPU, copy, move back" helper, as it circulates (the GPU deep dive, section 3, runs it)."""
     device = next(model.parameters()).device
-    model.cpu()  # nn.Module.cpu() moves the module itself, in place
+    model.cpu()
     duplicate = copy.deepcopy(model)
-    model.to(device)  # never reached when deepcopy raises
+    model.to(device)
     return duplicate.to(device)
 
 

@@ -96,6 +96,22 @@ def test_the_pin_memory_expectation_matches_the_wheels_own_message():
     assert f"RuntimeError: {refused.value}" == gpu.PIN_CUDA_ERROR.replace("'CUDAFloatType'", "'MetaFloatType'")
 
 
+def test_the_fork_expectation_quotes_the_wheels_own_message(monkeypatch):
+    """The GPU deep dive expects a fork worker to meet torch.cuda's bad-fork refusal: the wheel raises it, on any machine,
+    where _lazy_init finds the process marked as forked from one that had initialised CUDA."""
+    import torch
+
+    from graphleaf_edu import gpu
+
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_initialized", False)
+    with pytest.raises(RuntimeError) as refused:
+        torch.cuda._lazy_init()
+    worker, cause = gpu.BAD_FORK_ERROR.split(" <- ")
+    assert worker == "RuntimeError: Caught RuntimeError in DataLoader worker process 0."
+    assert cause == f"RuntimeError: {refused.value}"
+
+
 PYTORCH_DOCS = re.compile(r"\]\((https://docs\.pytorch\.org/[^)#\s]+)")
 
 
