@@ -290,6 +290,26 @@ def test_a_plain_pytorch_finder_finds_them_all():
     assert feedback.passed, said(feedback)
 
 
+def lessons_finder(path):
+    """The ``tensors_with_graph`` a lesson defines, as its cell writes it (the function only)."""
+    import ast
+
+    source = next(c.source for c in code_cells(read(path)) if "def tensors_with_graph" in c.source)
+    definition = next(node for node in ast.parse(source).body
+                      if isinstance(node, ast.FunctionDef) and node.name == "tensors_with_graph")
+    namespace = {"torch": torch}
+    exec(compile(ast.Module([definition], []), str(path), "exec"), namespace)  # noqa: S102 (the lesson's own code)
+    return namespace["tensors_with_graph"]
+
+
+@pytest.mark.parametrize("lesson", ["02_model_cache.ipynb", "04_capstone_training_loop.ipynb"])
+def test_the_lessons_finder_passes_exercise_3(lesson):
+    """The search lessons 02 and 04 teach walks vars(), as copy.deepcopy does, so it writes a submodule's tensor
+    as ._modules['encoder'].last_output: the same tensor as .encoder.last_output, and the check says so."""
+    feedback = exercises.check_culprit_finder(lessons_finder(ROOT / "notebooks" / lesson))
+    assert feedback.passed, said(feedback)
+
+
 @pytest.mark.parametrize("finder", [
     lambda model: [f.path for f in find_nonleaf(model)],
     lambda model: [f.path for f in gl.find_nonleaf(model)],

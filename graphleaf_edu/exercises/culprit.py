@@ -158,7 +158,7 @@ def check_culprit_finder(find_culprits: Callable[[nn.Module], list]) -> str:
     answers = []
     for variant, (options, _, expected) in enumerate(TAGGER_VARIANTS):
         model = culprit_model(variant)
-        paths = _paths_from(call(find_culprits, f"{name}(model)", model), name)
+        paths = _as_written_here(model, _paths_from(call(find_culprits, f"{name}(model)", model), name), expected)
         answers.append(paths)
         described = f"Tagger({', '.join(f'{k}={v!r}' for k, v in options.items())})"
         extra = sorted(paths - set(expected))
@@ -183,6 +183,14 @@ def _paths_from(result: Any, name: str) -> set[str]:
                         type_name=type(next(item for item in result if not isinstance(item, str))).__name__),
                     say("Return where each tensor is, written from the model: \".encoder.last_output\", \".log['a']\"."))
     return {_normalise_path(path) for path in result}
+
+
+def _as_written_here(model: nn.Module, paths: set[str], expected: tuple[str, ...]) -> set[str]:
+    """``paths``, each that reaches one of the ``expected`` tensors written as ``expected`` writes it: a path
+    through ``vars()`` (``._modules['encoder'].last_output``, what ``copy.deepcopy`` walks) names the same
+    tensor as ``.encoder.last_output``."""
+    wanted = {id(resolve(model, path)): path for path in expected}
+    return {wanted.get(id(_resolve(model, path)), path) for path in paths}
 
 
 def _finder_hint(answers: list[set[str]]) -> str:
