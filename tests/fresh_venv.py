@@ -1,10 +1,13 @@
 """Fresh virtual environments for installing the built wheel, without reinstalling torch every time.
 
 A fresh venv is made for every test run, empty, and then chained (by a ``.pth`` file) to read-only
-layers: a venv holding only torch (and what torch itself requires), and for the ``[lab]`` extra a layer
-holding what that extra pulls in. Layers are cached under the system's temp folder, keyed by everything
-that decides their content (Python version, torch version, the extras' requirements and the versions the
-suite runs with), so a changed input builds a new layer. pip installs the wheel into the fresh venv and
+layers: a venv holding only torch (and what torch itself requires), and a layer holding the student lock
+(``requirements/student.txt``: what the ``[lab]`` extra pulls in, at the versions a student gets, which are
+the suite's own: the maintainer lock holds the student lock's versions, tests/test_config_consistency.py).
+The student layer serves both the wheel's ``[lab]`` install (tests/test_wheel.py) and the class image's
+lock install (tests/test_class_image.py), so a run installs the student lock's packages once. Layers are
+cached under the system's temp folder, keyed by everything that decides their content (Python version,
+torch version, the lock's text), so a changed input builds a new layer. pip installs the wheel into the fresh venv and
 re-resolves its requirements against the layers each time: a requirement the layers lack is installed,
 never assumed.
 """
@@ -21,6 +24,8 @@ from pathlib import Path
 
 from cpu_seconds import shared_cost
 
+ROOT = Path(__file__).resolve().parent.parent
+STUDENT_LOCK = ROOT / "requirements" / "student.txt"
 CACHE = Path(tempfile.gettempdir()) / "graphleaf-edu-venvs"
 PYTHON_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # The interpreter the suite's venv was made from: fresh venvs get the same Python, without its packages.
@@ -56,17 +61,6 @@ def pip_install(venv: Path, *requirements: str, constraints: Path | None = None)
     return completed.stdout
 
 
-def suite_versions() -> str:
-    """``name==version`` of every package the suite runs with (its own package excepted): constraints
-    that make a layer hold the versions the suite tested."""
-    pins = {}
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name and name.lower().replace("_", "-") != "graphleaf-edu":
-            pins[name.lower()] = f"{name}=={dist.version}"
-    return "".join(f"{line}\n" for _, line in sorted(pins.items()))
-
-
 def torch_requirement() -> str:
     """torch at the suite's version (``X.Y.Z+cpu`` -> ``torch==X.Y.Z``, which the local CPU build matches)."""
     return f"torch=={metadata.version('torch').partition('+')[0]}"
@@ -100,3 +94,11 @@ def cached_layer(name: str, key: str, layers: list[Path], populate) -> Path:
 def torch_layer() -> Path:
     """The cached venv holding torch at the suite's version and nothing else."""
     return cached_layer("torch", torch_requirement(), [], lambda venv: pip_install(venv, torch_requirement()))
+
+
+def student_layer() -> Path:
+    """The cached venv, chained to the torch layer, that ``pip install -r requirements/student.txt`` fills:
+    every package of the student lock at its pinned version (torch's pin is met by the torch layer)."""
+    lock = STUDENT_LOCK.read_text()
+    return cached_layer("student", f"{torch_requirement()}\n{lock}", [torch_layer()],
+                        lambda venv: pip_install(venv, "-r", str(STUDENT_LOCK)))

@@ -4,15 +4,19 @@ Every ``COPY`` is honoured: its sources are copied from the build context (the r
 ``docker build -f classroom/Dockerfile .`` sends it) into a staging folder that stands for the image's
 ``/``. The Python steps run in a fresh venv of this Python (the ``FROM`` image's minor release), from
 exactly what was copied: ``pip`` and ``python`` are the venv's, and the image's absolute paths point into
-the staging folder. torch is the one translation of the installs: the local CPU wheel, installed once
-into a cached torch-only venv (tests/fresh_venv.py) that the fresh venv sees, so pip checks the lock's
-pin against it instead of downloading it; ``PIP_RETRIES=0`` keeps PyTorch's unreachable index from
-costing retries. The system steps are checked, not run: ``apt-get install`` must name packages this
-machine's Debian archive has, ``useradd`` must make the account that ``USER``, ``WORKDIR`` and Zero to
+the staging folder. The installs have one translation: the fresh venv sees two cached layers
+(tests/fresh_venv.py), torch (the local CPU wheel) and the student lock installed by
+``pip install -r requirements/student.txt`` once per run (the layer test_wheel.py's ``[lab]`` install uses
+too), so the image's own ``pip install -r /tmp/locks/student.txt`` runs against them and checks every pin
+of the lock it copied instead of installing the same packages a second time (a pin the layer does not
+meet is installed into the image's venv, as in the image); the hub lock, the package and ``pip check``
+run in the venv itself. ``PIP_RETRIES=0`` keeps PyTorch's unreachable index from costing retries. The
+system steps are checked, not run: ``apt-get install`` must name packages this machine's Debian archive has, ``useradd`` must make the account that ``USER``, ``WORKDIR`` and Zero to
 JupyterHub (uid 1000) expect. A step this rehearsal does not know fails the test.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -24,7 +28,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fresh_venv import PYTHON_VERSION, make_venv, pip_install, torch_layer
+from fresh_venv import (
+    PYTHON_VERSION,
+    make_venv,
+    pip_install,
+    student_layer,
+    torch_layer,
+)
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 pytestmark = pytest.mark.slow
 
@@ -177,7 +189,7 @@ def torch_only() -> Path:
 def image(tmp_path_factory, torch_only) -> Rehearsal:
     """Every step of classroom/Dockerfile, in order; the state of the image they leave."""
     scratch = tmp_path_factory.mktemp("class-image")
-    venv = make_venv(scratch / "venv", [torch_only], with_pip=True)  # pip in it, as the image has it
+    venv = make_venv(scratch / "venv", [torch_only, student_layer()], with_pip=True)  # pip in it, as the image has it
     rehearsal = Rehearsal(staging=scratch / "image", venv=venv)
     rehearsal.staging.mkdir()
     for instruction, arguments in instructions(DOCKERFILE.read_text()):
@@ -204,6 +216,28 @@ def test_the_package_installs_from_exactly_what_was_copied_and_the_save_hook_is_
     assert version == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert torch_version.endswith("+cpu")
     assert not (image.staging / "tmp" / "graphleaf-edu").exists() and not (image.staging / "tmp" / "locks").exists()
+
+
+def lock_pins(*names: str) -> dict[str, str]:
+    """``{name: requirement}`` of the locks' ``name==version`` lines; a later lock's line wins (hub.txt's do)."""
+    pins = {}
+    for name in names:
+        for line in (ROOT / "requirements" / name).read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                pins[canonicalize_name(Requirement(line).name)] = line.strip()
+    return pins
+
+
+def test_the_image_runs_every_pin_of_the_locks_it_copied(image):
+    """What the image's Python imports is each lock's pinned release (the student lock's packages came from
+    the layer its install step checked, the hub lock's were installed into the image's venv)."""
+    pins = lock_pins("student.txt", "hub.txt")
+    probe = ("import json, sys; from importlib import metadata; "
+             "print(json.dumps({name: metadata.version(name) for name in sys.argv[1:]}))")
+    done = subprocess.run([str(image.venv / "bin" / "python"), "-c", probe, *pins], capture_output=True, text=True,
+                          check=True)
+    installed = json.loads(done.stdout)
+    assert [line for name, line in pins.items() if not Requirement(line).specifier.contains(installed[name])] == []
 
 
 def test_the_server_zero_to_jupyterhub_starts_is_the_hub_locks(image):

@@ -77,11 +77,25 @@ def test_the_defaults_name_real_settings_of_the_installed_jupyterlab():
     assert notification["properties"]["fetchNews"]["default"] == "none", "JupyterLab's own default asks"
 
 
-def test_this_environments_jupyterlab_serves_the_quiet_defaults(tmp_path):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module, serving a first lesson; each test writes the user setting it is about
+    into the server's settings folder before it asks (the server reads user settings at every request, a
+    page at every load), and the next test writes its own."""
+    scratch = tmp_path_factory.mktemp("jupyterlab")
+    (scratch / "root").mkdir()
+    (scratch / "root" / "lesson.ipynb").write_text(json.dumps(notebook_model(STORED)["content"] | {
+        "nbformat": 4, "nbformat_minor": 5}))
+    with running_lab(scratch / "root", scratch, settings=NEW_STUDENT) as url:
+        yield url, scratch / "lab-settings" / NOTIFICATION_SETTINGS
+
+
+def test_this_environments_jupyterlab_serves_the_quiet_defaults(lab):
     """tools/make_venv.sh built this environment as it builds `make lab`'s: its server's settings say Never."""
     assert Path(sys.prefix, graphleaf_edu_jupyter.LAB_DEFAULTS_FILE).exists(), "run `make setup`"
-    with running_lab(tmp_path, tmp_path, settings=NEW_STUDENT) as url:
-        served = json.loads(urllib.request.urlopen(f"{url}/lab/api/settings/{NOTIFICATION_PLUGIN}").read())
+    url, user_settings = lab
+    user_settings.write_text(json.dumps(NEW_STUDENT[NOTIFICATION_SETTINGS]))
+    served = json.loads(urllib.request.urlopen(f"{url}/lab/api/settings/{NOTIFICATION_PLUGIN}").read())
     assert served["schema"]["properties"]["fetchNews"]["default"] == "false"
     assert served["schema"]["properties"]["checkForUpdates"]["default"] is False
     assert served["settings"] == {}
@@ -90,20 +104,20 @@ def test_this_environments_jupyterlab_serves_the_quiet_defaults(tmp_path):
 @pytest.mark.browser
 @pytest.mark.parametrize("user_setting, prompted", [({}, False), ({"fetchNews": "none"}, True)],
                          ids=["new student", "asked for the prompt"])
-def test_a_new_student_meets_no_news_prompt(tmp_path, browser, user_setting, prompted):
+def test_a_new_student_meets_no_news_prompt(lab, browser, user_setting, prompted):
     """The first lesson in Chromium: no prompt for a new student; a user setting of "none" still brings it."""
-    (tmp_path / "root").mkdir()
-    (tmp_path / "root" / "lesson.ipynb").write_text(json.dumps(notebook_model(STORED)["content"] | {
-        "nbformat": 4, "nbformat_minor": 5}))
-    with running_lab(tmp_path / "root", tmp_path, settings={NOTIFICATION_SETTINGS: user_setting}) as url:
-        page = browser.new_page()
-        try:
-            page.goto(f"{url}/lab/tree/lesson.ipynb")
-            page.wait_for_selector(".jp-Notebook", timeout=60_000)
-            if prompted:
-                page.get_by_text(NEWS_PROMPT).wait_for(timeout=30_000)
-            else:
-                page.wait_for_timeout(5_000)  # the prompt comes once the lab is restored, within a second here
-                assert page.get_by_text(NEWS_PROMPT).count() == 0
-        finally:
-            page.close()
+    url, user_settings = lab
+    user_settings.write_text(json.dumps(user_setting))
+    served = json.loads(urllib.request.urlopen(f"{url}/lab/api/settings/{NOTIFICATION_PLUGIN}").read())
+    assert served["settings"] == user_setting, "the server serves the setting this test wrote"
+    page = browser.new_page()
+    try:
+        page.goto(f"{url}/lab/tree/lesson.ipynb")
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        if prompted:
+            page.get_by_text(NEWS_PROMPT).wait_for(timeout=30_000)
+        else:
+            page.wait_for_timeout(5_000)  # the prompt comes once the lab is restored, within a second here
+            assert page.get_by_text(NEWS_PROMPT).count() == 0
+    finally:
+        page.close()

@@ -15,11 +15,20 @@ def served(url: str, path: str) -> dict:
         return json.loads(response.read())
 
 
-def test_the_chinese_pack_is_served_and_english_stays_the_default(tmp_path):
-    with running_lab(tmp_path, tmp_path) as url:
-        packs = served(url, "/lab/api/translations")["data"]
-        setting = served(url, f"/lab/api/settings/{TRANSLATION_PLUGIN}")
-        chinese = served(url, f"/lab/api/translations/{CHINESE}")["data"]
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module; ``locale_setting`` is the user settings file a choice of language writes."""
+    scratch = tmp_path_factory.mktemp("jupyterlab")
+    with running_lab(scratch, scratch) as url:
+        yield url, scratch / "lab-settings" / f"{TRANSLATION_PLUGIN.replace(':', '/')}.jupyterlab-settings"
+
+
+def test_the_chinese_pack_is_served_and_english_stays_the_default(lab):
+    url, locale_setting = lab
+    assert not locale_setting.exists(), "no test left a choice of language behind"
+    packs = served(url, "/lab/api/translations")["data"]
+    setting = served(url, f"/lab/api/settings/{TRANSLATION_PLUGIN}")
+    chinese = served(url, f"/lab/api/translations/{CHINESE}")["data"]
     assert CHINESE in packs, f"jupyterlab-language-pack-zh-cn is not installed: {sorted(packs)}"
     assert "中文" in packs[CHINESE]["nativeName"]
     assert setting["schema"]["properties"]["locale"]["default"] == "en"  # graphleaf_edu_jupyter's default
@@ -33,8 +42,10 @@ def menu_bar(page) -> list[str]:
 
 
 @pytest.mark.browser
-def test_a_new_student_sees_english_menus_and_can_choose_chinese(tmp_path, browser):
-    with running_lab(tmp_path, tmp_path) as url:
+def test_a_new_student_sees_english_menus_and_can_choose_chinese(lab, browser):
+    url, locale_setting = lab
+    assert not locale_setting.exists(), "no test left a choice of language behind"
+    try:
         page = browser.new_context(locale="zh-CN").new_page()  # a browser set to Chinese changes nothing
         try:
             page.goto(f"{url}/lab")
@@ -51,3 +62,6 @@ def test_a_new_student_sees_english_menus_and_can_choose_chinese(tmp_path, brows
         finally:
             page.context.close()
         assert served(url, f"/lab/api/settings/{TRANSLATION_PLUGIN}")["settings"] == {"locale": CHINESE}
+        assert locale_setting.exists(), "the choice is the user settings file this module's fixture names"
+    finally:
+        locale_setting.unlink(missing_ok=True)  # the server's next student has chosen nothing again

@@ -2,8 +2,9 @@
 a fresh venv that has torch and nothing else, it diagnoses without loading any notebook machinery; with
 the ``[lab]`` extra it brings what the widgets and graphs need.
 
-The torch-only venv and the ``[lab]`` layer are cached between runs (tests/fresh_venv.py): the first run
-installs torch (~900 MB) and the extra's packages, later runs only make a fresh venv and install the wheel.
+The torch-only venv and the student lock's layer (what ``[lab]`` pulls in) are cached between runs
+(tests/fresh_venv.py): the first run installs torch (~900 MB) and the lock's packages, later runs only make a
+fresh venv and install the wheel.
 """
 from __future__ import annotations
 
@@ -19,15 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fresh_venv import (
-    cached_layer,
-    make_venv,
-    pip_install,
-    python,
-    suite_versions,
-    torch_layer,
-    torch_requirement,
-)
+from fresh_venv import make_venv, pip_install, python, student_layer, torch_layer
 from test_public_api import NOTEBOOK_MACHINERY
 
 pytestmark = pytest.mark.slow
@@ -67,18 +60,11 @@ def torch_only() -> Path:
 
 
 @pytest.fixture(scope="module")
-def lab_layer(tmp_path_factory, wheel, torch_only) -> Path:
-    """What ``pip install 'graphleaf-edu[lab]'`` adds to a torch-only venv, at the suite's versions."""
-    constraints = tmp_path_factory.mktemp("constraints") / "suite.txt"
-    constraints.write_text(suite_versions())
-    extras = json.dumps({name: PYPROJECT["optional-dependencies"][name] for name in ("graphs", "lab")})
-
-    def populate(venv: Path) -> None:
-        pip_install(venv, f"{wheel}[lab]", constraints=constraints)
-        subprocess.run([sys.executable, "-m", "pip", "--python", str(python(venv)), "uninstall", "--yes",
-                        "--quiet", "graphleaf-edu"], check=True)
-
-    return cached_layer("lab", f"{torch_requirement()}\n{extras}\n{constraints.read_text()}", [torch_only], populate)
+def lab_layer(torch_only) -> Path:
+    """What ``pip install 'graphleaf-edu[lab]'`` adds to a torch-only venv, at the versions a student gets: the
+    student lock's layer (tests/fresh_venv.py; the lock is the ``[lab]`` extra resolved, and the class image
+    rehearsal installs from the same layer). The test's own ``pip install`` re-resolves the extra against it."""
+    return student_layer()
 
 
 @pytest.fixture(scope="module")
