@@ -17,6 +17,11 @@ MAINTAINER_EXTRAS := dev
 PORT ?= 8888
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider
 NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
+# nbval on the CPU kernel runs NBVAL_WORKERS notebooks at a time (pytest-xdist; --dist loadfile keeps each
+# notebook's cells in order on its own kernel): a kernel runs one cell at a time, so two use both of CI's
+# cores. `make test NBVAL_WORKERS=0` runs them one by one (a busy shared machine).
+NBVAL_WORKERS ?= 2
+NBVAL_AT_ONCE := $(if $(filter-out 0,$(NBVAL_WORKERS)),-n $(NBVAL_WORKERS) --dist loadfile)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test check bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
@@ -37,8 +42,8 @@ test: setup classroom-setup
 	@# The hub tests bound every wait themselves; this outer bound is the last guard. SIGINT lets pytest
 	@# stop the test hub (its fixture's teardown) before exiting; a failure or a timeout fails `make test`.
 	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py --durations=10
-	$(PY) -m pytest $(NBVAL) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks
-	$(PY) -m pytest $(NBVAL) --durations=10 --nbval-kernel-name graphleaf-cpu instructor
+	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks
+	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu instructor
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \

@@ -74,6 +74,10 @@ def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     (unit_run,) = [line for line in dry_run("test").splitlines() if "-m pytest tests --ignore=tests/test_classroom.py" in line]
     assert "--durations=25" in unit_run and "--cpu-table" in unit_run and "--cpu-report" in unit_run
+    # nbval over the lessons and the instructor copies, notebooks side by side but each one's cells in order
+    nbval_runs = [line for line in dry_run("test").splitlines() if "--nbval-kernel-name graphleaf-cpu" in line]
+    assert [line.split()[-1] for line in nbval_runs] == ["notebooks", "instructor"]
+    assert all("--dist loadfile" in line for line in nbval_runs if " -n " in line)
     check = dry_run("check")
     assert "-m ruff check" in check and "tests/test_typing.py" in check
     checked = re.findall(r"tests/(test_\w+\.py)", check)
