@@ -8,7 +8,9 @@ others: a hook's code object has its file and line), the methods of the holder's
 a dataset's ``__init__``, a callable hook object's ``__call__``), the function whose line created the
 tensor, and the function that copied or sent it. A store is a statement of one shape: ``x.name = v``,
 ``x.name[key] = v``, ``x.name.update(key=v)``, ``x.name.append(v)``; for a tensor sent as it is, the
-``put``/``send`` of the sending line. Literals (``None``, ``[]``) are not what a culprit was stored as.
+``put``/``send`` of the sending line. A container built at the copying or sending line is read there:
+``copy.deepcopy({"losses": losses, "last": out})`` leads ``root['losses'][3]`` to the stores into
+``losses`` and ``root['last']`` to ``out`` on that line. Literals (``None``, ``[]``) are not what a culprit was stored as.
 
 The change appends ``.detach()`` to the stored value (``(a + b).detach()`` for an operator): a tensor
 stays a tensor that shares the value's memory, so the script computes what it did (the clone rule,
@@ -61,14 +63,16 @@ def storing_line(root: Any, path: str, users_frames: Iterable[places.Frame], sit
     steps = _steps(path)
     if steps is None:
         return None
-    if not steps:
-        return _passed_as_it_is(site) if site is not None else None
+    call = _passing_call(site) if site is not None else None
+    argument, built = _into_display(call.args[0], steps) if call is not None else (None, 0)
+    if built == len(steps):  # the tensor itself was passed, as it is or inside a container built there
+        return None if site is None or call is None else _store(site.filename, argument if built else call, argument)
     kind, key = steps[-1]
     holder = _resolved(root, steps[:-1])
     if kind == _ATTR:
         wanted, owner = _Wanted(attribute=key), holder
     else:
-        container = _name_of(steps[:-1]) if len(steps) > 1 else _argument_name(site)
+        container = _name_of(steps[:-1]) if len(steps) - built > 1 else _plain_name(argument)
         if container is None:
             return None
         wanted, owner = _Wanted(container=container, key=key), _resolved(root, steps[:-2])
@@ -265,15 +269,33 @@ def _read_after(scope: ast.AST, store: ast.AST, attribute: str) -> bool:
                for node in ast.walk(scope))
 
 
-def _passed_as_it_is(line: places.Frame) -> Store | None:
-    call = _passing_call(line)
-    return None if call is None else _store(line.filename, call, call.args[0])
+def _into_display(argument: ast.expr, steps: list[tuple[str, Any]]) -> tuple[ast.expr, int]:
+    """Where the first steps of the path lead inside a container built at the copying or sending line
+    (``{"losses": losses}``, ``(step, norms)``, ``dict(last=out)``): the expression there, and how many
+    steps led to it (``losses`` and 1 for ``root['losses'][3]`` in ``copy.deepcopy({"losses": losses})``)."""
+    taken = 0
+    for kind, key in steps:
+        element = _element(argument, key) if kind == _ITEM else None
+        if element is None:
+            break
+        argument, taken = element, taken + 1
+    return argument, taken
 
 
-def _argument_name(line: places.Frame | None) -> str | None:
-    """The name root was passed by at the line that copied or sent it (``losses`` in ``copy.deepcopy(losses)``)."""
-    call = _passing_call(line) if line is not None else None
-    argument = call.args[0] if call is not None else None
+def _element(display: ast.expr, key: Any) -> ast.expr | None:
+    if isinstance(display, ast.Dict):
+        return next((value for name, value in zip(display.keys, display.values)
+                     if isinstance(name, ast.Constant) and name.value == key), None)
+    if isinstance(display, (ast.List, ast.Tuple)) and isinstance(key, int):
+        plain = not any(isinstance(element, ast.Starred) for element in display.elts)
+        return display.elts[key] if plain and 0 <= key < len(display.elts) else None
+    if isinstance(display, ast.Call) and isinstance(display.func, ast.Name) and display.func.id == "dict" and not display.args:
+        return next((keyword.value for keyword in display.keywords if keyword.arg == key), None)
+    return None
+
+
+def _plain_name(argument: ast.expr | None) -> str | None:
+    """The name a container was passed by (``losses`` in ``copy.deepcopy(losses)``, ``self.losses``)."""
     return argument.id if isinstance(argument, ast.Name) else getattr(argument, "attr", None)
 
 

@@ -1,4 +1,5 @@
-"""``--keep-going --patch FILE`` on training scripts with two to four causes each (tests/note_scripts): each
+"""``--keep-going --patch FILE`` on training scripts with two to four causes each (tests/note_scripts; among them
+containers built at the copy, checkpoint_dict.py): each
 cause names the line that stored it and its change; the diff applies with ``git apply`` and ``patch -p1``;
 the patched script is the hand-fixed one (tests/note_scripts/hand_fixed), runs clean, and prints what the
 hand-fixed script prints, which is what the keep-going run printed too. Also: a script that does not
@@ -28,6 +29,12 @@ JOBS = {  # script -> (its runner options, the modules it imports from its folde
         "root.rows": ("self.rows = encoder(x)", "self.rows = encoder(x).detach()"),
         "the Tensor itself: " + M.HOW_PICKLED: ("monitor.put(preds)", "monitor.put(preds.detach())"),
         "root.losses[0..1] (2 tensors)": ("self.losses.append(loss)", "self.losses.append(loss.detach())"),
+    }),
+    "checkpoint_dict.py": ((), (), {  # containers built at the copy: a dict display, a tuple, dict(...)
+        "root['losses'][0..2] (3 tensors)": ("losses.append(loss)", "losses.append(loss.detach())"),
+        "root[1][0..2] (3 tensors)": ("norms.append(out.norm())", "norms.append(out.norm().detach())"),
+        "root['out']": ("last = copy.deepcopy(dict(step=step, out=out))",
+                        "last = copy.deepcopy(dict(step=step, out=out.detach()))"),
     }),
     "byol_job.py": (("--library", "byol_lite.py"), ("byol_lite.py",), {
         "root.memory['hidden']": ('self.memory["hidden"] = output', 'self.memory["hidden"] = output.detach()'),
@@ -68,7 +75,10 @@ def test_every_cause_names_its_storing_line_and_its_change(jobs, script):
         block = found[title]
         where = line_of(script, stored).split("  ", 1)[0]
         assert block[-3:] == [M.say(M.KG_CHANGE_AT, where=where), stored, f"→ {changed}"], block
-        if not title.startswith("the Tensor itself"):
+        at_the_site = tuple(M.say(said, place=f"{where}  {stored}") for said in (M.COPIED_AT, M.SENT_AT))
+        if any(line.startswith(at_the_site) for line in block):  # stored by the line that copied or sent it
+            assert not any(line.startswith("stored at ") for line in block), block
+        else:
             assert starting(block, "stored at ").startswith(f"stored at {where} in ")
 
 
