@@ -115,11 +115,11 @@ OPTIMIZER_PARAM = _cause(
 )
 KEPT_ON = _cause(
     "logged-output", N_("a step's output (a loss or metric) kept with its graph on the {holder}: torch keeps no such tensor there"),
-    N_("keep `loss.detach()` (or `loss.item()`) there instead"),
+    N_("keep `loss.detach()` there instead: it stays a tensor (`loss.item()` only where a number is what you keep)"),
 )
 LOOKS_KEPT_ON = _cause(
     "logged-output", N_("looks like a step's output (a loss or metric) kept with its graph on a {holder} (by its class name)"),
-    N_("keep `loss.detach()` (or `loss.item()`) in the {holder}'s state instead"),
+    N_("keep `loss.detach()` in the {holder}'s state instead: it stays a tensor (`loss.item()` only where a number is what you keep)"),
 )
 DATASET = _cause(
     "dataset", N_("dataset holds a non-leaf tensor"),
@@ -131,7 +131,8 @@ TENSOR_ATTRIBUTE = _cause(
 )
 LOGGED = _cause(
     "logged-output", N_("looks like a logged metric or step output (by the name {name!r}), still attached to the graph"),
-    N_("store `loss.detach()` (or `loss.item()`) where it is logged; keep only detached outputs in history/state that gets copied"),
+    N_("store `loss.detach()` where it is logged: it stays a tensor (`loss.item()` only where a number is what you keep); "
+       "keep only detached outputs in history/state that gets copied"),
 )
 KV_CACHE = _cause(
     "kv-cache",

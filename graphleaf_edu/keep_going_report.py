@@ -1,4 +1,6 @@
-"""The summary ``python -m graphleaf_edu --keep-going`` prints at exit: one header line, one block per cause.
+"""The summary ``python -m graphleaf_edu --keep-going`` prints at exit, after the script's own output: a rule
+that sets it apart, one header line (the prefix, the number of causes, what the script's printed results are
+worth), one block per cause.
 
 Each block names the tensor's path (or, for the object copied or sent itself, what it was), its cause,
 the lines that copied or sent, stored and created it, and the change to the storing line where one is
@@ -45,10 +47,11 @@ def summary(failures: list[Failure], stopped_by: BaseException | None = None, fo
     else:
         groups = grouped(failures)
         lines = [say_n(
-            "{n} cause in this run. It went on with the tensor detached where it was copied or sent, so what it "
-            "printed is what a fixed run prints, unless it computed gradients through that copy.",
-            "{n} causes in this run. It went on with each tensor detached where it was copied or sent, so what it "
-            "printed is what a fixed run prints, unless it computed gradients through such a copy.", len(groups))]
+            "{n} cause in this run. The script went on with the tensor detached where it was copied or sent, so "
+            "what it printed above is what a fixed run prints, unless it computed gradients through that copy.",
+            "{n} causes in this run. The script went on with each tensor detached where it was copied or sent, so "
+            "what it printed above is what a fixed run prints, unless it computed gradients through such a copy.",
+            len(groups))]
         for number, (failure, group) in enumerate(groups, 1):
             lines += ["", *_entry(number, failure, group)]
         lines += ["", *_advice(failures, patch)]
@@ -59,7 +62,7 @@ def summary(failures: list[Failure], stopped_by: BaseException | None = None, fo
                           ranks=", ".join(map(str, missing_ranks)))]
     if stopped_by is not None:
         lines += ["", M.say(M.KG_STOPPED, error=error_line(stopped_by)), *_limits_met(stopped_by)]
-    return M.KG_PREFIX + "\n".join(lines)
+    return f"{M.KG_RULE}\n{M.KG_PREFIX}" + "\n".join(lines)
 
 
 def edits(failures: list[Failure]) -> list[Edit]:

@@ -128,12 +128,13 @@ INDEX_SEE_THE_ERROR = N_("the same as for the dataset rows above; always pass `t
 
 # --- python -m graphleaf_edu --keep-going: the summary at exit ----------------------------------
 KG_PREFIX = "graphleaf_edu --keep-going: "
+KG_RULE = "=" * 72  # the line above the summary's header: the script's own output ends there
 KG_NONE = N_("no deepcopy or torch.multiprocessing send met a non-leaf tensor in this run")
 KG_ITSELF = N_("{number}. the {type_name} itself: {how}")
 KG_CHANGES_KEEP = N_(
     "each change stores the tensor detached: it stays a tensor (a list of tensors stays a list of tensors) and "
-    "shares the original's memory, so the script computes and prints what it did; `.item()` would store a "
-    "Python number instead"
+    "shares the original's memory, so the script computes and prints what it did (`.item()` only where a number "
+    "is what you keep)"
 )
 KG_CHANGE_AT = N_("change at {where}:")
 KG_IN_LIBRARY = N_("the copy is made inside {module}, code you do not own: the change belongs where the tensor is stored")

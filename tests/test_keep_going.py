@@ -16,10 +16,12 @@ from graphleaf_edu.keep_going import _catches_runtime_error
 
 
 def summary(completed: subprocess.CompletedProcess[str]) -> list[str]:
-    """The summary: its header line (the one line with the prefix, which it loses here) and every line after it."""
+    """The summary: its header line (the one line with the prefix, which it loses here) and every line after it.
+    Whatever the script printed before it, a blank line and a rule set it apart."""
     lines = completed.stderr.splitlines()
     starts = [n for n, line in enumerate(lines) if line.startswith(M.KG_PREFIX)]
     assert len(starts) == 1, completed.stderr[-3000:]
+    assert lines[starts[0] - 2:starts[0]] == ["", M.KG_RULE], completed.stderr[-3000:]
     return [lines[starts[0]].removeprefix(M.KG_PREFIX), *lines[starts[0] + 1:]]
 
 
@@ -52,7 +54,7 @@ def itself(type_name: str, how: str) -> str:
 def runs() -> dict[str, subprocess.CompletedProcess[str]]:
     return run_scripts({" ".join(args): args for args in [
         ("three_causes.py",), ("averaged_model.py",), ("simple_queue.py",), ("losses_dataclass.py",),
-        ("loaders.py", "spawn"), ("loaders.py", "fork"), ("hook_cache.py",), ("handled_copy.py",),
+        ("loaders.py", "spawn"), ("loaders.py", "fork"), ("fork_unbatched.py",), ("hook_cache.py",), ("handled_copy.py",),
         ("fork_collate.py",), ("late_queue.py",), ("exit_status.py", "3", "cause"), ("exit_status.py", "0", "cause"),
         ("exit_status.py", "0", "clean")]}, options=("--keep-going",))
 
@@ -89,6 +91,8 @@ ONE_CAUSE = [  # (run, the title, how it was copied or sent, the user's line, th
      "loss = ((model(x) - y) ** 2).mean()"),
     ("loaders.py spawn", "root.rows", M.SENT_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
     ("loaders.py fork", "root.rows", M.CHECKED_AT, "for batch in loader:", "dataset = Embeddings(encoder(torch.randn(8, 3)))"),
+    # batch_size=None: an unfixed run waits for the loader's timeout; the check at the iterator's start names it first
+    ("fork_unbatched.py", "root.rows", M.CHECKED_AT, "print([tuple(row.shape) for row in loader])", "self.rows = encoder(x)"),
     ("hook_cache.py", "root[0].features", M.COPIED_AT, "ema = copy.deepcopy(encoder)", "encoder(torch.randn(2, 4))"),
     ("late_queue.py", itself("Tensor", M.HOW_PICKLED), M.SENT_AT, "queue.put(logits)",
      "logits = torch.nn.Linear(4, 2)(torch.randn(3, 4))"),
