@@ -62,7 +62,7 @@ def rows() -> list[tuple[str, str, str, str]]:
     graph_leaves = f"`{errors.GRAPH_LEAVES} at the moment`"
     cowardly = f"`{errors.COWARDLY_MESSAGE.split('  ')[0]}`"
     dataset_fix = C.DATASET.fix
-    runner_first = f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_DATASET)}"  # the runner finds every cause
+    runner_first = f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_DATASET)}"  # the runner finds every cause (and a fork loader's, before it hangs)
     return [
         (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
          f"{say(C.CACHED.fix)}{words('; ')}{M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
@@ -80,7 +80,7 @@ def rows() -> list[tuple[str, str, str, str]]:
          lessons("`03_dataloader_workers`", dive("dataloader_workers", section="Why: `torch.multiprocessing`'s pickler"),
                  dive("in_the_wild", " §7"))),
         ("`DataLoader timed out after N seconds`" + words(" with `batch_size=None` (or a DataLoader that never returns)"),
-         say(M.INDEX_EXPLAIN_DATASET), say(M.INDEX_SEE_THE_ERROR),
+         runner_first, say(M.INDEX_SEE_THE_ERROR),
          lessons(dive("dataloader_workers", section="`batch_size=None`"))),
     ]
 
