@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # what type checkers see of _LAZY; tests/test_public_api.py k
     )
     from graphleaf_edu.gpu import GPU_LESSONS, GpuFactChanged, GpuLesson, gpu_lesson
     from graphleaf_edu.graphs import AutogradGraph, draw
-    from graphleaf_edu.notebook import VERIFIED_TORCH, setup_notebook
+    from graphleaf_edu.notebook import VERIFIED_TORCH, run_script, setup_notebook
     from graphleaf_edu.scenarios import SCENARIOS, Fix, Outcome, Scenario
     from graphleaf_edu.widgets import (
         dataloader_lab,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # what type checkers see of _LAZY; tests/test_public_api.py k
 
 # Public name -> the module that defines it, imported on first use.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["VERIFIED_TORCH", "setup_notebook"], "graphleaf_edu.notebook"),
+    **dict.fromkeys(["VERIFIED_TORCH", "run_script", "setup_notebook"], "graphleaf_edu.notebook"),
     **dict.fromkeys(["AutogradGraph", "draw"], "graphleaf_edu.graphs"),
     **dict.fromkeys(["SCENARIOS", "Scenario", "Fix", "Outcome"], "graphleaf_edu.scenarios"),
     **dict.fromkeys(["run_loader", "LoaderOutcome", "outcome_table", "TensorRows", "DetachedTensorRows"],
@@ -137,6 +137,7 @@ __all__ = [
     "outcome_table",
     "resolve",
     "run_loader",
+    "run_script",
     "safe_deepcopy",
     "scenario_explorer",
     "setup_notebook",

@@ -1,14 +1,18 @@
-"""The setup every notebook shares: a seed, one ``DEVICE``, short tracebacks, and a line saying what it runs on."""
+"""The setup every notebook shares: a seed, one ``DEVICE``, short tracebacks, and a line saying what it runs on;
+and the runner, ``python -m graphleaf_edu``, run from a notebook as a terminal runs it."""
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import subprocess
+import sys
 import warnings
 from typing import Any
 
 import torch
 
-from graphleaf_edu.i18n import say, set_language
+from graphleaf_edu.i18n import ENV_VAR, language, say, set_language
 from graphleaf_edu.tracebacks import use_short_tracebacks
 
 VERIFIED_TORCH = "2.13"
@@ -76,6 +80,41 @@ def setup_notebook(seed: int = 0, short_tracebacks: bool = True, lang: str | Non
         print(say("torch {running} | graphleaf_edu ready | Graphviz dot MISSING (graphs fall back to text)",
                   running=running))
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def run_script(*arguments: str, cwd: str | os.PathLike[str] | None = None) -> int:
+    """Run ``python -m graphleaf_edu ARGUMENTS`` in a fresh Python, as a terminal runs it, and print what it prints.
+
+    The runner is the one a terminal gets (``python -m graphleaf_edu --keep-going train.py``), started
+    with this Python in ``cwd``; what it writes to stdout and stderr is printed in the order written,
+    and it speaks the language this process speaks (``setup_notebook(lang=...)``). A notebook shows a
+    script's run this way; nothing of the script runs in the notebook's own process.
+
+    Args:
+        arguments: the runner's options and the script, as on its command line (``"--keep-going",
+            "--patch", "fix.diff", "train.py"``).
+        cwd: the folder to run in, where the paths in ``arguments`` start (None: the current folder).
+
+    Returns:
+        The runner's exit status (for ``--keep-going``: the script's own non-zero status, else 1 when
+        a cause was found, else 0).
+
+    Raises:
+        Nothing of its own: the runner's errors are printed, as a terminal shows them.
+
+    Example:
+        >>> status = gl.run_script("--help")
+        usage: python -m graphleaf_edu [--keep-going [--patch FILE] [--library PATH]] [--origins] [--lang LANG]
+        ...
+        >>> status
+        0
+    """
+    environment = {**os.environ, ENV_VAR: language()}
+    done = subprocess.run([sys.executable, "-m", "graphleaf_edu", *arguments], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, encoding="utf-8", env=environment, cwd=cwd,
+                          check=False)
+    print(done.stdout, end="")
+    return done.returncode
 
 
 def _ipython() -> Any:

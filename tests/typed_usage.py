@@ -53,6 +53,7 @@ def notebooks() -> str:
     lesson = assert_type(gl.GPU_LESSONS[next(iter(gl.GPU_LESSONS))], gl.GpuLesson)
     raised = assert_type(gl.GpuFactChanged("expected on a GPU"), gl.GpuFactChanged)
     explorers = (gl.scenario_explorer(), gl.leaf_playground(), gl.dataloader_lab(), gl.fix_comparison())
+    assert assert_type(gl.run_script("--help", cwd="."), int) == 0
     return "\n".join([str(device), assert_type(gl.VERIFIED_TORCH, str), repr(graph), str(outcome.ok),
                       str(len(rows)), table, lesson.title, str(raised), str(len(explorers)),
                       assert_type(gl.__version__, str)])
