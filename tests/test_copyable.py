@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 import graphleaf_edu as gl
-from graphleaf_edu.copyable import Snapshot, sent_and_received
+from graphleaf_edu.copyable import sent_and_received
+from graphleaf_edu.snapshot import Snapshot
 from graphleaf_edu.i18n import speaking
 
 X = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))

@@ -14,7 +14,7 @@ FLOORS = [
     {"errors", "i18n", "messages", "places", "tables", "tracebacks", "notebook", "kernels"},
     {"stored_values", "deepcopy_reducers", "deepcopy_walk", "paths", "causes", "findings", "diagnose", "storing",
      "patches"},
-    {"copying", "copyable", "graph_picture", "on_error", "keep_going", "keep_going_report", "ranks"},
+    {"copying", "copyable", "snapshot", "graph_picture", "on_error", "keep_going", "keep_going_report", "ranks"},
     {"graphs", "dataloading"},
     {"scenarios"},
     {"views", "gpu_probes"},
