@@ -2,8 +2,9 @@
 
 torchrun starts one runner per rank (``RANK``, ``WORLD_SIZE``, ``TORCHELASTIC_RUN_ID`` in its
 environment). At exit each rank writes its causes (tensors left out) to a folder of the run's own
-in the temporary directory; rank 0 reads every rank's, merges the same cause met on several ranks
-(noting the ranks) and prints the summary; the other ranks wait until it has, so that a rank's
+in the temporary directory (named by the run and its agent process: never an earlier job's); rank 0
+reads (and removes) every rank's, merges the same cause met on several ranks (noting the ranks) and
+prints the summary; the other ranks wait until it has, so that a rank's
 non-zero exit (which makes torchrun stop the others) cannot cut the summary short. Each rank exits
 with its own status, and torchrun's rules make the job's status from them. One machine: the ranks
 share the temporary directory.
@@ -49,7 +50,9 @@ def gathered(failures: list[Failure]) -> tuple[list[Failure], list[int]] | None:
         if not path.exists():
             missing.append(r)
             continue
-        for failure in pickle.loads(path.read_bytes()):
+        reported = pickle.loads(path.read_bytes())
+        path.unlink()
+        for failure in reported:
             key = (failure.operation, failure.place, failure.finding.where, failure.finding.kind, failure.handled)
             if key in merged:
                 merged[key].ranks |= failure.ranks
@@ -65,8 +68,22 @@ def summarised() -> None:
 
 
 def _folder() -> Path:
-    """This job's: its run id and its torchrun agent (the ranks' parent; a run id may be reused)."""
-    return Path(tempfile.gettempdir()) / f"graphleaf_edu-keep-going-{os.environ['TORCHELASTIC_RUN_ID']}-{os.getppid()}"
+    """This attempt's: its run id, its torchrun agent (the ranks' parent) and the agent's restart count. A
+    run id is reused (torchrun's default is ``none``) and so is a process id, so the agent is named by
+    its id and its start time: a folder an earlier job left behind (its ``summarised`` mark, its ranks'
+    causes) is never this one's."""
+    agent, restart = os.getppid(), os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    name = f"graphleaf_edu-keep-going-{os.environ['TORCHELASTIC_RUN_ID']}-{agent}-{_started(agent)}-{restart}"
+    return Path(tempfile.gettempdir()) / name
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (Linux's /proc); empty where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rpartition(")")[2].split()[19]  # field 22, counted after the command's name
 
 
 def _portable(failure: Failure, own: int) -> Failure:

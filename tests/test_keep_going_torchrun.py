@@ -5,6 +5,7 @@ the patched job is the hand-fixed one and runs clean."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,17 @@ from graphleaf_edu import messages as M
 
 
 def torchrun(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(Path(sys.executable).with_name("torchrun")), "--nproc-per-node", "2", "-m", "graphleaf_edu",
-                           "--keep-going", *options, "ddp_job.py"], cwd=folder, capture_output=True, text=True,
-                          timeout=600, check=False)
+    """The documented command, on a port of its own: torchrun's default (29500) is every job's, so two test
+    runs at once on one machine would meet at one rendezvous."""
+    return subprocess.run([str(Path(sys.executable).with_name("torchrun")), "--nproc-per-node", "2",
+                           "--master-port", str(free_port()), "-m", "graphleaf_edu", "--keep-going", *options,
+                           "ddp_job.py"], cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_under_torchrun_each_rank_keeps_going_and_one_summary_names_the_ranks(tmp_path):
