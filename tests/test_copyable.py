@@ -15,8 +15,8 @@ from torch import nn
 
 import graphleaf_edu as gl
 from graphleaf_edu.copyable import sent_and_received
-from graphleaf_edu.snapshot import Snapshot
 from graphleaf_edu.i18n import speaking
+from graphleaf_edu.snapshot import Snapshot
 
 X = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
 

@@ -16,6 +16,7 @@ from script_runs import SCRIPTS, line_of, run_script
 from test_keep_going import entries, starting, summary
 
 from graphleaf_edu import messages as M
+from graphleaf_edu import places, storing
 
 HAND_FIXED = SCRIPTS / "hand_fixed"
 
@@ -30,11 +31,10 @@ JOBS = {  # script -> (its runner options, the modules it imports from its folde
         "the Tensor itself: " + M.HOW_PICKLED: ("monitor.put(preds)", "monitor.put(preds.detach())"),
         "root.losses[0..1] (2 tensors)": ("self.losses.append(loss)", "self.losses.append(loss.detach())"),
     }),
-    "checkpoint_dict.py": ((), (), {  # containers built at the copy: a dict display, a tuple, dict(...)
+    "checkpoint_dict.py": ((), (), {  # containers built at the copy: a dict display, a tuple, a list
         "root['losses'][0..2] (3 tensors)": ("losses.append(loss)", "losses.append(loss.detach())"),
         "root[1][0..2] (3 tensors)": ("norms.append(out.norm())", "norms.append(out.norm().detach())"),
-        "root['out']": ("last = copy.deepcopy(dict(step=step, out=out))",
-                        "last = copy.deepcopy(dict(step=step, out=out.detach()))"),
+        "root[1]": ("last = copy.deepcopy([step, out])", "last = copy.deepcopy([step, out.detach()])"),
     }),
     "byol_job.py": (("--library", "byol_lite.py"), ("byol_lite.py",), {
         "root.memory['hidden']": ('self.memory["hidden"] = output', 'self.memory["hidden"] = output.detach()'),
@@ -131,3 +131,11 @@ def test_a_folder_runs_its_main_as_python_runs_it(tmp_path):
     assert run.stdout == "done\n" and run.returncode == 1
     assert list(entries(summary(run))) == ["root.cache"]
 
+
+
+def test_a_dict_call_at_the_copy_is_read_as_a_display_is(tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text("import copy\n\n\ndef keep(out):\n    return copy.deepcopy(dict(step=1, out=out))\n")
+    store = storing.storing_line({"step": 1, "out": None}, "root['out']", [], places.Frame(str(job), 5, "keep"))
+    assert store is not None and store.edit is not None
+    assert store.edit.after == "    return copy.deepcopy(dict(step=1, out=out.detach()))"

@@ -1,5 +1,5 @@
 """A loop that keeps each step's loss and output norm in lists, then copies them in containers built at
-the copy: a dict display with the losses, a tuple with the norms, a dict(...) call with the last output."""
+the copy: a dict display with the losses, a tuple with the norms, a list with the last output."""
 import copy
 
 import torch
@@ -20,10 +20,10 @@ def main():
         norms.append(out.norm().detach())
     checkpoint = copy.deepcopy({"step": step, "losses": losses})
     stats = copy.deepcopy((step, norms))
-    last = copy.deepcopy(dict(step=step, out=out.detach()))
+    last = copy.deepcopy([step, out.detach()])
     print("losses:", [round(loss.item(), 4) for loss in checkpoint["losses"]])
     print("norms:", [round(norm.item(), 4) for norm in stats[1]])
-    print("last:", [round(value, 4) for value in last["out"].flatten().tolist()])
+    print("last:", [round(value, 4) for value in last[1].flatten().tolist()])
     print("reached the end")
 
 
