@@ -4,6 +4,7 @@ was met on (paths through the wrapper, ``root.module.…``), the job's exit stat
 the patched job is the hand-fixed one and runs clean."""
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from test_keep_going import entries, summary
 from test_keep_going_changes import HAND_FIXED
 
 from graphleaf_edu import messages as M
+from graphleaf_edu import ranks
 
 
 def torchrun(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -46,3 +48,14 @@ def test_under_torchrun_each_rank_keeps_going_and_one_summary_names_the_ranks(tm
     clean = torchrun(tmp_path)
     assert clean.returncode == 0 and summary(clean) == [M.KG_NONE], clean.stderr[-3000:]
     assert sorted(clean.stdout.splitlines()) == sorted(run.stdout.splitlines()), "what the fixed job prints"
+
+
+def test_the_ranks_folder_is_never_one_an_earlier_job_left(monkeypatch):
+    """torchrun's run id defaults to ``none`` and process ids wrap: the agent is named by its start time too."""
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
+    started = ranks._started(os.getppid())
+    assert started.isdigit()
+    this_job = ranks._folder()
+    assert this_job.name.endswith(f"-none-{os.getppid()}-{started}-0")
+    monkeypatch.setattr(ranks, "_started", lambda pid: str(int(started) + 1))  # the same pid, a later agent
+    assert ranks._folder() != this_job
