@@ -1,11 +1,19 @@
 """A DistributedDataParallel job (gloo, CPU) for torchrun: forward keeps its logits on the module, rank 0
 keeps each step's loss in a list, and an EMA copy of the wrapped model is deep-copied after each step."""
 import copy
+import sys
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+
+def say(line):
+    """One write per line: the ranks print at the same moment (after the loop, after the group is destroyed),
+    and print() writes a line's text and its newline apart, which an unbuffered stdout (PYTHONUNBUFFERED)
+    sends as two writes that the other rank's can come between."""
+    sys.stdout.write(line + "\n")
 
 
 class Net(nn.Module):
@@ -37,9 +45,9 @@ def main():
             losses.append(loss)
         ema = copy.deepcopy(model)
     kept = copy.deepcopy(losses)
-    print(f"rank {rank}: kept {len(kept)} losses, ema weight {ema.module.layer.weight.sum().item():.4f}")
+    say(f"rank {rank}: kept {len(kept)} losses, ema weight {ema.module.layer.weight.sum().item():.4f}")
     dist.destroy_process_group()
-    print(f"rank {rank}: reached the end")
+    say(f"rank {rank}: reached the end")
 
 
 if __name__ == "__main__":
