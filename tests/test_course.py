@@ -216,14 +216,20 @@ def test_the_course_minutes_are_the_estimate(entry):
         f"{entry.path}: course.toml says {entry.minutes}, the estimate is {estimate:.1f} (python tools/course_stats.py --update)"
 
 
-def test_each_core_lesson_records_its_measured_minutes_and_the_core_meets_its_target():
+def test_each_core_lesson_records_its_measured_minutes():
     """``measured``: what a reader who did not write a lesson took (0 until measured); only core lessons."""
     assert all((entry.measured is not None) == (entry.group == "core") for entry in COURSE), \
         "every core lesson, and only a core lesson, has measured = minutes (0: not measured yet)"
     measured = [entry.measured for entry in COURSE if entry.group == "core"]
     assert all(minutes >= 0 for minutes in measured)
-    if all(measured):
-        assert sum(measured) <= CORE_MEASURED_MINUTES, measured
+
+
+@pytest.mark.xfail(strict=True, reason="measured on 2026-12-02: 105 minutes for the core against the target "
+                   "of 60 (issue 34); the restructuring is not done yet, and this fails loudly once it is met")
+def test_the_core_as_measured_meets_its_target():
+    measured = [entry.measured for entry in COURSE if entry.group == "core"]
+    assert all(measured), "a core lesson is not measured yet"
+    assert sum(measured) <= CORE_MEASURED_MINUTES, measured
 
 
 @pytest.mark.parametrize("entry", COURSE, ids=lambda e: e.path)

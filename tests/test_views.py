@@ -266,3 +266,11 @@ def test_copy_table_measures_each_way():
     assert detached.split()[1:] == ["True", "False", "True", "False", "works"]
     assert cloned.split()[1:] == ["False", "True", "False", "True", "raises"]
     assert x.grad is None  # asking autograd whether a gradient reaches x accumulates nothing
+
+
+@pytest.mark.parametrize("key", ["intermediate_tensor", "model_output"])
+def test_a_detach_fix_is_reported_as_no_copy_and_a_clone_as_a_copy(key):
+    """``detach()`` makes no copy (lesson 01): the explorer says so instead of "the copy worked" (issue 34)."""
+    detached = views.scenario_view(SCENARIOS[key], "detach")
+    assert detached.ok and detached.result_text.startswith("✓ no copy made, none needed")
+    assert views.scenario_view(SCENARIOS[key], "detach_clone").result_text.startswith("✓ the copy worked")

@@ -78,7 +78,11 @@ cached(_scenario_view.cache_clear)
 
 def _result_text(scenario: Scenario, outcome: Outcome) -> str:
     fix = scenario.fix(outcome.fix)
-    if outcome.ok:
+    if outcome.ok and _same_memory(outcome.copied, outcome.original):  # detach(): a view, no copy
+        lines = ["✓ " + say("no copy made, none needed: copied is a {type_name} outside the graph, on {target}'s "
+                            "own memory", type_name=type(outcome.copied).__name__, target=scenario.target),
+                 _copy_summary(outcome.copied)]
+    elif outcome.ok:
         lines = ["✓ " + say("the copy worked: copied is {type_name}", type_name=type(outcome.copied).__name__),
                  _copy_summary(outcome.copied)]
     else:
@@ -90,6 +94,12 @@ def _result_text(scenario: Scenario, outcome: Outcome) -> str:
         lines.append(say("careful: this fix changes the original {target}", target=scenario.target))
     lines += [say("warning recorded: {warning}", warning=without_build_path(w)) for w in outcome.warnings]
     return "\n".join(lines)
+
+
+def _same_memory(copied: Any, original: Any) -> bool:
+    """Whether ``copied`` is no copy but a tensor on ``original``'s storage (``detach()`` makes one)."""
+    return (isinstance(copied, torch.Tensor) and isinstance(original, torch.Tensor)
+            and copied.untyped_storage().data_ptr() == original.untyped_storage().data_ptr())
 
 
 def _copy_summary(copied: Any) -> str:
