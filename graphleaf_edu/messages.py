@@ -18,8 +18,8 @@ __all__ = ["CLONE_RULE", "say"]
 
 # --- detach() or detach().clone(): the one rule ------------------------------------------------------
 CLONE_RULE = N_(
-    "`t.detach()` shares t's memory and is enough to copy or send; use `t.detach().clone()` only when the "
-    "detached tensor must not change when t is later changed in place (an optimizer step, `+=`)"
+    "`t.detach()` shares t's memory and is enough to copy or send; use `t.detach().clone()` only when t or "
+    "the detached tensor is later changed in place (an optimizer step, `+=`): the change shows in both"
 )
 
 # A send (a queue, a spawned process' arguments): the fix is at the call that sends.
