@@ -94,8 +94,16 @@ FAST_WEIGHTS = _cause(
        "`torch.func.functional_call(model, fast_weights, (x,))`"),
 )
 FX_CONSTANT = _cause(
-    "fx-constant", N_("a torch.fx constant captured with its graph (a non-leaf tensor traced as an attribute)"),
-    N_("trace with constants made under `torch.no_grad()`, or replace it: `gm.<name> = gm.<name>.detach()`"),
+    "fx-constant", N_("a torch.fx constant kept with its graph: a non-leaf tensor the traced code uses, stored in the GraphModule as {name!r}"),
+    N_("make it without a graph: trace under `torch.no_grad()` (when tracing computes it) or compute it from "
+       "tensors that do not require grad; or detach it: `gm.{name} = gm.{name}.detach()`"),
+)
+TRACED_CONSTANT = _cause(
+    "fx-constant", N_("a torch.fx constant, not an activation: tracing this module (torch.fx.symbolic_trace) stored on it, "
+                      "as {name!r}, a non-leaf tensor its forward uses that no attribute held"),
+    N_("make that tensor without a graph: trace under `torch.no_grad()` (when tracing computes it) or compute it "
+       "from tensors that do not require grad; or detach it: `module.{name} = module.{name}.detach()` "
+       "(the module's own forward never reads this attribute)"),
 )
 LEARNED_LR = _cause(
     "tensor-hyperparameter", N_("a learned learning rate: a non-leaf tensor as the optimizer's lr (or a scheduler's copy of it)"),
@@ -174,6 +182,8 @@ _LOGGED_NAME = re.compile(
 )
 _KEEPER_NAME = re.compile(r"Callback|Trainer|Logger|Monitor|Tracker|Meter|Recorder")
 _LR_SETTINGS = ("lr", "initial_lr", "max_lr", "min_lr")
+# The name torch.fx's Tracer.create_arg gives a tensor it meets that no attribute holds (setattr on the root it traces).
+_TRACED_CONSTANT_NAME = re.compile(r"_tensor_constant\d+")
 _KV_NAME = re.compile(r"past_key_values|kv_cache|key_value|model_kwargs|layer_past", re.IGNORECASE)
 _CONTAINERS = (dict, list, tuple, set, frozenset, ReducedParts)
 
@@ -200,7 +210,7 @@ def _cause_of(nodes: list[Node], index: int) -> Cause:
     if not isinstance(holder, nn.Module):
         return owned
     if kind in (sv.ATTR, sv.BUFFER) and _is_graph_module(holder):
-        return FX_CONSTANT
+        return _naming(FX_CONSTANT, name=str(key))
     wrapper_index = _owner(nodes, nodes[parent][1])
     return _module_cause(holder, nodes[wrapper_index][0] if wrapper_index >= 0 else None, kind, key, owned)
 
@@ -295,7 +305,8 @@ def _module_cause(module: nn.Module, wrapper: Any, kind: str, name: Any, otherwi
     """By what the module (and the one around it) stores. A parameter: DataParallel replicas are
     marked ``_is_replica``, WeightDrop keeps ``<name>_raw`` on the module or its wrapper, any other
     computed parameter is a fast weight. An attribute: the pre-hook of an old reparametrisation
-    (weight_norm, spectral_norm, prune) that writes it, else a cached activation."""
+    (weight_norm, spectral_norm, prune) that writes it, a constant torch.fx tracing set on the module
+    (``_tensor_constant0``), else a cached activation."""
     stored = sv.instance_dict(module)
     if kind == sv.PARAM or (kind == sv.ATTR and stored.get("_is_replica")):
         if stored.get("_is_replica"):
@@ -313,4 +324,6 @@ def _module_cause(module: nn.Module, wrapper: Any, kind: str, name: Any, otherwi
         for hook_class, name_field, said in _REPARAMETRISATIONS:
             if isinstance(hook, hook_class) and sv.instance_dict(hook).get(name_field) == name:
                 return Cause(said.kind, say(said.cause), say(said.fix, name=name))
+    if isinstance(name, str) and _TRACED_CONSTANT_NAME.fullmatch(name):
+        return _naming(TRACED_CONSTANT, name=name)
     return CACHED

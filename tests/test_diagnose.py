@@ -504,6 +504,33 @@ def test_a_nonleaf_constant_of_a_torch_fx_graph_module():
     traced._tensor_constant0 = traced._tensor_constant0 * graph_leaf(3)
     finding = only(checked(traced))
     assert finding.path == "._tensor_constant0" and finding.kind == "fx-constant"
+    assert "'_tensor_constant0'" in finding.cause and "gm._tensor_constant0.detach()" in finding.fix
+
+
+def test_the_constant_torch_fx_tracing_sets_on_the_module_it_traces_is_no_cached_activation():
+    scale = graph_leaf(3)
+
+    class Shift(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.linear(x) + scale * 2  # computed while tracing: a constant with a graph
+
+    module = Shift()
+    traced = torch.fx.symbolic_trace(module)
+    assert traced._tensor_constant0 is vars(module)["_tensor_constant0"]  # tracing set it on the module
+    finding = only(checked(module))
+    assert finding.path == "._tensor_constant0" and finding.kind == "fx-constant"
+    assert "not an activation" in finding.cause and "cached" not in finding.cause
+    assert "torch.no_grad()" in finding.fix and "module._tensor_constant0.detach()" in finding.fix
+    with torch.no_grad():  # the fix the finding names
+        assert checked(torch.fx.symbolic_trace(Shift())) == []
+    module._tensor_constant0 = module._tensor_constant0.detach()  # and the other one
+    assert checked(module) == []
+    module.kept = module(torch.randn(2, 3))  # any other name stays a cached activation
+    assert only(checked(module)).kind == "cached-activation"
 
 
 def test_deque_simplenamespace_and_defaultdict_factory():
