@@ -354,8 +354,7 @@ def solve_with_model(scenario: str):
 # Each English lesson's explorers with a task, in the order they appear, and how a student solves each.
 TASKS = {
     "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
-    "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone")),
-                                (".graphleaf-scenario-explorer", solve_with_fix("detach"))],
+    "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach"))],
     "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_at_source"))],
     "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn_with_deepcopy)],
     "deep_dives/leaves_and_grad_fn.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],

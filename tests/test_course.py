@@ -135,8 +135,9 @@ def test_each_lesson_that_teaches_fixes_gives_an_explorer_a_task(name):
     assert course_stats.stats(NOTEBOOKS / name, NOTEBOOKS).tasks >= 1
 
 
-# The four scenarios of the source article, each reproduced in the core with its real error, drawn, and
-# fixed with a widget task: (lesson, scenarios, the error each shows, what a stored output shows of it).
+# The four scenarios of the source article, each reproduced in the core with its real error and drawn, each
+# lesson fixing one with a widget task (one task a lesson, issue 34): (lesson, scenarios, the error each shows,
+# what a stored output shows of it).
 SCENARIOS = [
     ("01_copied_tensors.ipynb", 2, "Only Tensors created explicitly by the user (graph leaves)", None),
     ("02_model_cache.ipynb", 1, "Only Tensors created explicitly by the user (graph leaves)", None),
@@ -157,7 +158,7 @@ def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, p
     errors = [o for o in outputs if o.output_type == "error" and error in o.evalue]
     graphs = [o for o in outputs if o.get("data", {}).get("text/plain", "").startswith("AutogradGraph(")]
     assert len(errors) >= count and len(graphs) >= count
-    assert course_stats.stats(path, NOTEBOOKS).tasks >= count
+    assert course_stats.stats(path, NOTEBOOKS).tasks >= 1
     if printed:
         assert any(printed in o.get("text", "") for o in outputs)
 
