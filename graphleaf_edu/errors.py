@@ -71,7 +71,8 @@ _GLOSSES = (
     ("cannot pin", N_("Gloss of pin_memory's error: only dense tensors on the CPU can be pinned.")),
 )
 
-_ERROR_LINE = re.compile(r"^\w+(?:Error|Exception): .+$", re.MULTILINE)
+# A traceback names an exception class outside builtins by its module too: "torch.AcceleratorError: ...".
+_ERROR_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*\w+(?:Error|Exception): .+$", re.MULTILINE)
 
 
 def first_line(text: str) -> str:

@@ -81,6 +81,8 @@ def test_error_lines_in_a_traceback_in_order():
             "KeyError: 'a'\n\nDuring handling ...\nRuntimeError: Cowardly refusing\n  not this: Error: x\n")
     assert error_lines_in(text) == ["KeyError: 'a'", "RuntimeError: Cowardly refusing"]
     assert error_lines_in("no errors here") == []
+    assert error_lines_in("Original Traceback:\ntorch.AcceleratorError: CUDA error: x\nSearch for it\n") == [
+        "torch.AcceleratorError: CUDA error: x"]
 
 
 def test_warning_line_is_the_category_and_the_first_line():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import re
 import shutil
 import subprocess
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
@@ -20,8 +22,9 @@ from nbval.plugin import get_sanitize_patterns
 from notebook_files import ROOT, all_notebooks, code_cells, read, tags
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from torch.utils.data import Dataset
 
-from graphleaf_edu import gpu
+from graphleaf_edu import gpu, gpu_probes
 from graphleaf_edu.notebook import VERIFIED_TORCH
 
 CPU_RULES = ROOT / "tests" / "nbval_sanitize.cfg"
@@ -92,6 +95,18 @@ def test_gpu_rules_equate_what_legitimately_differs_on_the_gpu_kernel():
     assert sanitized("root.stats['mean']  (MeanBackward0, shape (), cuda)").endswith("shape (), DEVICE)")
 
 
+def test_gpu_rules_equate_a_step_that_allows_two_outcomes_with_either_of_them():
+    """The CPU kernel stores every allowed outcome of such a step; the GPU kernel prints the one it met."""
+    steps = [(lesson, step) for lesson in gpu.GPU_LESSONS.values() for step in lesson.steps if step.also]
+    assert steps, "no step allows two outcomes: drop the GPU sanitize rule for them"
+    for _, step in steps:
+        stored = sanitized(gpu._listing({step.label: step.allowed}))
+        assert "\n      or " in gpu._listing({step.label: step.allowed})
+        for outcome in step.allowed:
+            assert sanitized(gpu._listing({step.label: outcome})) == stored, outcome
+        assert sanitized(gpu._listing({step.label: "RuntimeError: something else"})) != stored
+
+
 def test_no_stored_output_names_a_device_the_gpu_run_would_see_differently():
     """Outside notebook 10's GPU lessons and source listings (the same text on both kernels), a device
     name in a stored output would read 'cuda' on the GPU kernel: sanitize it or do not print it."""
@@ -144,6 +159,71 @@ def test_an_outcome_without_a_step_or_a_step_without_an_outcome_is_a_difference(
     assert lesson.differences(observed) == ["(step 2 has no label)\n    expected: (no such step)\n    observed: b"]
     short = gpu.GpuLesson("probe", lambda device: [], (gpu.GpuStep("first", "a"),))
     assert short.differences(short.run("cpu")) == ["first\n    expected: a\n    observed: (no such step)"]
+
+
+def test_any_outcome_a_step_allows_counts_as_expected_and_the_listing_names_each():
+    step = gpu.GpuStep("step", "one", also=("other",))
+    assert step.allowed == ("one", "other")
+    for observed in ("one", "other"):
+        lesson = gpu.GpuLesson("probe", lambda device, seen=observed: [seen], (step,))
+        assert lesson.differences(lesson.run("cuda")) == []
+    lesson = gpu.GpuLesson("probe", lambda device: ["third"], (step,))
+    assert lesson.differences(lesson.run("cuda")) == ["step\n    expected: one | or: other\n    observed: third"]
+    assert gpu._listing(lesson.allowed) == "  step\n      -> one\n      or other"
+
+
+class RaisesWhatCudaChecksRaise(Dataset):
+    """Rows whose indexing fails as a CUDA runtime call does where the runtime refuses the process:
+    c10::AcceleratorError, worded by c10_cuda_check_implementation ("CUDA error: " + the runtime's
+    words, then a help line, then the async-error advice)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        raise torch.AcceleratorError(
+            "CUDA error: initialization error\nSearch for `cudaErrorInitializationError' in "
+            "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+            "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+            "Device-side assertions were explicitly omitted for this error check; the error probably arose "
+            "while initializing the DSA handlers.")
+
+
+class CallsLazyInit(Dataset):
+    """Rows whose indexing initialises CUDA, as the storage constructor of the worker's collate does."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        torch.cuda._lazy_init()
+
+
+@pytest.mark.parametrize("rows, outcome", [
+    (CallsLazyInit(), gpu.BAD_FORK_ERROR), (RaisesWhatCudaChecksRaise(), gpu.FORKED_CUDA_CALL_ERROR),
+], ids=["lazy-init-in-a-bad-fork", "cuda-call-refused"])
+def test_each_outcome_the_fork_step_allows_is_how_a_fork_worker_reports_that_error(monkeypatch, rows, outcome):
+    """Each error a fork worker may meet reaches the loader wrapped, and the lesson prints it as the
+    step's allowed outcome says (which one a GPU meets needs a GPU). The worker inherits the bad-fork
+    mark as a process forked after CUDA's initialisation does."""
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_initialized", False)
+    step = next(step for step in gpu.GPU_LESSONS["dataloader"].steps if step.also)
+    assert outcome in step.allowed
+    assert gpu_probes.load_batches(rows, "fork") == outcome
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is initialised here: the constructor has nothing to do")
+def test_a_storage_made_on_a_cuda_device_goes_through_torch_cuda_lazy_init():
+    """What a fork worker's default collate function makes when the rows are on the GPU: a storage on
+    their device (UntypedStorage._new_shared passes a non-CPU device to the constructor). Its C++
+    constructor calls torch.cuda._lazy_init, the function that refuses a process forked after its
+    parent initialised CUDA; on a wheel without CUDA the same call raises its other refusal."""
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled") as raised:
+        torch.UntypedStorage(16, device="cuda")
+    assert traceback.extract_tb(raised.value.__traceback__)[-1].name == "_lazy_init"
+    assert "return cls(size, device=device)" in inspect.getsource(torch.UntypedStorage._new_shared)
 
 
 def test_each_step_label_is_written_once():
