@@ -53,7 +53,7 @@ test: setup classroom-setup
 # conventions, each a file `make test` runs too. Nothing here starts a browser, a server or a venv.
 CHECK_FILES := test_typing test_public_api test_public_names test_copying test_copy_corners test_copy_properties \
 	test_diagnose test_errors test_graphs test_layers test_measure test_on_error test_scenarios test_tasks \
-	test_views test_widgets test_catalogs test_error_index test_notebook_conventions test_predict_prompts \
+	test_views test_widgets test_catalogs test_messages test_error_index test_notebook_conventions test_predict_prompts \
 	test_twin_sync test_course test_no_code_in_strings test_config_consistency test_readme test_cpu_budgets
 CHECK_TESTS := $(addprefix tests/,$(addsuffix .py,$(CHECK_FILES)))
 LINTED := graphleaf_edu graphleaf_edu_jupyter tools tests classroom bench

@@ -24,38 +24,14 @@ from torch.nn.parameter import is_lazy
 from torch.nn.utils import parametrize
 
 from graphleaf_edu import deepcopy_walk as dw
+from graphleaf_edu import messages as M
 from graphleaf_edu.copying import safe_deepcopy
 from graphleaf_edu.diagnose import find_nonleaf
 from graphleaf_edu.errors import error_line
-from graphleaf_edu.i18n import N_, say
+from graphleaf_edu.i18n import say
 from graphleaf_edu.snapshot import Snapshot, dense, random_state_kept, same_bytes
 
 __all__ = ["CopyableCheck", "NotCopyableError", "check_copyable", "sent_and_received"]
-
-# What check_copyable says (marked for the catalogs; said with say()).
-NOT_A_MODULE = N_("check_copyable() takes a torch.nn.Module, got {type_name}; for any other object use explain(obj)")
-BAD_BACKWARD = N_("check_copyable(..., backward=...) takes True or False, got {backward!r}")
-LAZY = N_("check_copyable needs a built module, but {name} is uninitialized (a lazy module such as nn.LazyLinear): "
-          "run one forward pass first (module(example)), so that the check's own step does not build it")
-HEADER = N_("check_copyable on this {type_name}, after {step} in training mode (root = the module given; "
-            "it was put back as it was before the check):")
-STEP_FORWARD = N_("one forward pass")
-STEP_BACKWARD = N_("one forward and backward pass")
-FAILED = N_("FAILED {check}: {error}")
-PASSED = N_("passed: {check}")
-CHECK_DEEPCOPY = N_("copy.deepcopy(module)")
-CHECK_SEND = N_("sending the module through torch.multiprocessing's pickler (as a queue or a spawned process does)")
-CHECK_SEND_STATE = N_("sending its state_dict through torch.multiprocessing's pickler (a parametrized module is "
-                      "sent that way only: PyTorch's rule)")
-CHECK_STATE_DICT = N_("state_dict round trip: torch.save, torch.load(weights_only=True), load_state_dict into a "
-                      "fresh copy, every entry equal")
-NO_TENSOR_CAUSE = N_("no non-leaf tensor is the cause: the error above names what cannot be copied or sent")
-ENTRIES_DIFFER = N_(
-    "after load_state_dict the fresh copy differs in {keys}: make state_dict() and load_state_dict() carry "
-    "each of them (a custom _save_to_state_dict, _load_from_state_dict or get_extra_state)"
-)
-NO_FRESH_COPY = N_("no fresh copy to load into: graphleaf_edu.safe_deepcopy(module) raises {error}")
-
 
 class NotCopyableError(AssertionError):
     """``check_copyable`` found that the module cannot be copied, sent or round-tripped after a step.
@@ -115,10 +91,10 @@ class CopyableCheck:
     state_dict_entries: int
 
     def __str__(self) -> str:
-        step = STEP_BACKWARD if self.backward else STEP_FORWARD
-        send = CHECK_SEND if self.sent == "module" else CHECK_SEND_STATE
-        return "\n".join([say(HEADER, type_name=self.type_name, step=say(step)),
-                          *(say(PASSED, check=say(check)) for check in (CHECK_DEEPCOPY, send, CHECK_STATE_DICT))])
+        step = M.STEP_BACKWARD if self.backward else M.STEP_FORWARD
+        send = M.CHECK_SEND if self.sent == "module" else M.CHECK_SEND_STATE
+        return "\n".join([say(M.CHECK_HEADER, type_name=self.type_name, step=say(step)),
+                          *(say(M.CHECK_PASSED, check=say(check)) for check in (M.CHECK_DEEPCOPY, send, M.CHECK_STATE_DICT))])
 
 
 def check_copyable(module: nn.Module, *example_inputs: Any, backward: bool = True, **example_kwargs: Any) -> CopyableCheck:
@@ -170,12 +146,12 @@ def check_copyable(module: nn.Module, *example_inputs: Any, backward: bool = Tru
         graphleaf_edu.copyable.NotCopyableError: check_copyable on this Cached, after one forward and backward pass ...
     """
     if not isinstance(module, nn.Module):
-        raise TypeError(say(NOT_A_MODULE, type_name=type(module).__name__))
+        raise TypeError(say(M.NOT_A_MODULE, type_name=type(module).__name__))
     if not isinstance(backward, bool):
-        raise TypeError(say(BAD_BACKWARD, backward=backward))
+        raise TypeError(say(M.BAD_BACKWARD, backward=backward))
     lazy = [name for name, value in [*module.named_parameters(), *module.named_buffers()] if is_lazy(value)]
     if lazy:
-        raise ValueError(say(LAZY, name=lazy[0]))
+        raise ValueError(say(M.LAZY_MODULE, name=lazy[0]))
     snapshot = Snapshot((module, example_inputs, example_kwargs))
     try:
         with random_state_kept(snapshot.cuda_devices), torch.enable_grad():
@@ -213,21 +189,21 @@ class _Failure:
 def _checks(module: nn.Module, ran_backward: bool) -> CopyableCheck | NotCopyableError:
     """Run the three checks on the module as the step left it: the record, or the error to raise."""
     parametrized = any(parametrize.is_parametrized(m) for m in module.modules())
-    send_check = CHECK_SEND_STATE if parametrized else CHECK_SEND
+    send_check = M.CHECK_SEND_STATE if parametrized else M.CHECK_SEND
     entries = [0]
     results = [
-        (CHECK_DEEPCOPY, _deepcopy_failure(module)),
+        (M.CHECK_DEEPCOPY, _deepcopy_failure(module)),
         (send_check, _send_failure(module.state_dict() if parametrized else module)),
-        (CHECK_STATE_DICT, _state_dict_failure(module, entries)),
+        (M.CHECK_STATE_DICT, _state_dict_failure(module, entries)),
     ]
     type_name = type(module).__name__
     failures = [failure for _, failure in results if failure is not None]
     if not failures:
         return CopyableCheck(type_name, ran_backward, "state_dict" if parametrized else "module", entries[0])
-    step = STEP_BACKWARD if ran_backward else STEP_FORWARD
-    lines = [say(HEADER, type_name=type_name, step=say(step))]
+    step = M.STEP_BACKWARD if ran_backward else M.STEP_FORWARD
+    lines = [say(M.CHECK_HEADER, type_name=type_name, step=say(step))]
     for check, failure in results:
-        lines += ["", *failure.lines] if failure else ["", say(PASSED, check=say(check))]
+        lines += ["", *failure.lines] if failure else ["", say(M.CHECK_PASSED, check=say(check))]
     paths = list(dict.fromkeys(path for failure in failures for path in failure.paths))
     return NotCopyableError("\n".join(lines), tuple(f.check for f in failures), tuple(paths))
 
@@ -236,7 +212,7 @@ def _deepcopy_failure(module: nn.Module) -> _Failure | None:
     try:
         copy.deepcopy(module)
     except Exception as error:  # noqa: BLE001 - whatever deepcopy raises fails the check
-        return _reported("deepcopy", CHECK_DEEPCOPY, error, module, "deepcopy")
+        return _reported("deepcopy", M.CHECK_DEEPCOPY, error, module, "deepcopy")
     return None
 
 
@@ -244,7 +220,7 @@ def _send_failure(sent: Any) -> _Failure | None:
     try:
         sent_and_received(sent)
     except Exception as error:  # noqa: BLE001 - whatever the pickler raises fails the check
-        check = CHECK_SEND if isinstance(sent, nn.Module) else CHECK_SEND_STATE
+        check = M.CHECK_SEND if isinstance(sent, nn.Module) else M.CHECK_SEND_STATE
         return _reported("send", check, error, sent, "multiprocessing")
     return None
 
@@ -252,8 +228,8 @@ def _send_failure(sent: Any) -> _Failure | None:
 def _reported(kind: str, check: str, error: Exception, obj: Any, walk: str) -> _Failure:
     """The failing check's line, then ``explain``'s report of what the walk finds in ``obj``."""
     findings = find_nonleaf(obj, walk)
-    lines = [say(FAILED, check=say(check), error=error_line(error))]
-    lines.append(findings.report(walk) if findings or findings.opaque else say(NO_TENSOR_CAUSE))
+    lines = [say(M.CHECK_FAILED, check=say(check), error=error_line(error))]
+    lines.append(findings.report(walk) if findings or findings.opaque else say(M.NO_TENSOR_CAUSE))
     return _Failure(kind, lines, [finding.path for finding in findings])
 
 
@@ -289,7 +265,7 @@ def _state_dict_failure(module: nn.Module, entries: list[int]) -> _Failure | Non
         try:
             fresh = safe_deepcopy(module, warn=False)
         except Exception as error:  # noqa: BLE001 - the deepcopy check names the cause
-            return _state_dict_failed(say(NO_FRESH_COPY, error=error_line(error)))
+            return _state_dict_failed(say(M.NO_FRESH_COPY, error=error_line(error)))
         _overwrite(fresh.state_dict(keep_vars=True))
         fresh.load_state_dict(loaded)
     except Exception as error:  # noqa: BLE001 - whatever saving or loading raises fails the check
@@ -298,11 +274,11 @@ def _state_dict_failure(module: nn.Module, entries: list[int]) -> _Failure | Non
     compared = [key for key, value in state.items() if isinstance(value, torch.Tensor)]
     entries[0] = len(compared)
     differ = [key for key in compared if not same_bytes(copied[key], state[key])]
-    return _state_dict_failed(say(ENTRIES_DIFFER, keys=", ".join(differ))) if differ else None
+    return _state_dict_failed(say(M.ENTRIES_DIFFER, keys=", ".join(differ))) if differ else None
 
 
 def _state_dict_failed(error: str) -> _Failure:
-    return _Failure("state_dict", [say(FAILED, check=say(CHECK_STATE_DICT), error=error)], [])
+    return _Failure("state_dict", [say(M.CHECK_FAILED, check=say(M.CHECK_STATE_DICT), error=error)], [])
 
 
 def _overwrite(state: dict[str, Any]) -> None:

@@ -15,30 +15,17 @@ from typing import Any, TypeVar
 
 import torch
 
+from graphleaf_edu import messages as M
 from graphleaf_edu.diagnose import Scan, scan
 from graphleaf_edu.errors import GRAPH_LEAVES
 from graphleaf_edu.findings import Findings, OpaqueObject
-from graphleaf_edu.i18n import N_, say, say_n
+from graphleaf_edu.i18n import say, say_n
 from graphleaf_edu.paths import expression
 from graphleaf_edu.stored_values import slot_children, tensor_attributes
 
 T = TypeVar("T")
 
 _LISTED_PATHS = 20
-
-# What safe_deepcopy says (marked for the catalogs; said with say()).
-BAD_WARN = N_("safe_deepcopy(obj, warn=...) takes True or False, got {warn!r}")
-MORE_PATHS = N_(", ... ({more} more in the warning's .paths)")
-HIDDEN_NONLEAF = N_(
-    "copy.deepcopy met a non-leaf tensor that find_nonleaf cannot reach; it hides inside an "
-    "object that copies itself: {hidden}. Detach it where it is stored"
-)
-NOWHERE_NAMED = N_("nowhere the walk could name")
-CANNOT_COPY = N_(
-    "safe_deepcopy cannot copy this: detaching tensors does not help where copy.deepcopy itself fails: "
-    "{where}. Leave it out of what you copy, or give its class a __deepcopy__ or __reduce__ that skips it"
-)
-
 
 class DetachedTensorsWarning(UserWarning):
     """``safe_deepcopy`` replaced non-leaf tensors by detached copies; ``paths`` says where.
@@ -93,7 +80,7 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
         True
     """
     if not isinstance(warn, bool):
-        raise TypeError(say(BAD_WARN, warn=warn))
+        raise TypeError(say(M.BAD_WARN, warn=warn))
     scanned = scan(obj)
     findings = scanned.findings
     if findings.uncopyable:
@@ -104,8 +91,8 @@ def safe_deepcopy(obj: T, *, warn: bool = True) -> T:
     except RuntimeError as error:
         if GRAPH_LEAVES not in str(error):
             raise
-        hidden = "; ".join(o.line() for o in findings.opaque) or say(NOWHERE_NAMED)
-        raise RuntimeError(say(HIDDEN_NONLEAF, hidden=hidden)) from error
+        hidden = "; ".join(o.line() for o in findings.opaque) or say(M.NOWHERE_NAMED)
+        raise RuntimeError(say(M.HIDDEN_NONLEAF, hidden=hidden)) from error
     if warning:
         warnings.warn(warning, stacklevel=2)
     return duplicate
@@ -146,7 +133,7 @@ def _copy_held(tensor: torch.Tensor, twin: torch.Tensor, memo: dict[int, Any]) -
 def _cannot_copy(uncopyable: tuple[OpaqueObject, ...]) -> Exception:
     """The error for what deepcopy cannot copy at all, naming each path: of the type deepcopy
     raises where that is a built-in error (a TypeError, mostly), else a TypeError."""
-    message = say(CANNOT_COPY, where="; ".join(o.line() for o in uncopyable))
+    message = say(M.CANNOT_COPY, where="; ".join(o.line() for o in uncopyable))
     raised = uncopyable[0].error
     if raised is not None and type(raised).__module__ == "builtins":
         return type(raised)(message)
@@ -157,7 +144,7 @@ def _detached_warning(findings: Findings) -> DetachedTensorsWarning:
     paths = tuple(finding.path for finding in findings)
     listed = ", ".join(expression(path) for path in paths[:_LISTED_PATHS])
     if len(paths) > _LISTED_PATHS:
-        listed += say(MORE_PATHS, more=len(paths) - _LISTED_PATHS)
+        listed += say(M.MORE_PATHS, more=len(paths) - _LISTED_PATHS)
     message = say_n("safe_deepcopy detached {n} non-leaf tensor (their copies have no grad_fn): {listed}",
                     "safe_deepcopy detached {n} non-leaf tensors (their copies have no grad_fn): {listed}",
                     len(paths), listed=listed)

@@ -14,38 +14,13 @@ from typing import Protocol
 
 import torch
 
+from graphleaf_edu import messages as M
 from graphleaf_edu.errors import COWARDLY
-from graphleaf_edu.i18n import N_, say, say_n
+from graphleaf_edu.i18n import say, say_n
 from graphleaf_edu.paths import expression, render_path
 from graphleaf_edu.stored_values import Node
 
 _ERROR_KINDS = ("deepcopy", "multiprocessing")
-
-# What a report says (marked for the catalogs; said with say()).
-DEEPCOPY_FAILS = N_("copy.deepcopy(root) fails for this {subject}: {count}.")
-MULTIPROCESSING_REFUSES = N_("torch.multiprocessing refuses to send this {subject} to another process: {count}.")
-SAFE_DEEPCOPY_COPIES = N_("graphleaf_edu.safe_deepcopy(root) copies it anyway, with these tensors detached.")
-SAFE_DEEPCOPY_SENDS = N_("Detach them before sending; graphleaf_edu.safe_deepcopy(root) makes a detached copy to send.")
-SAFE_DEEPCOPY_CANNOT = N_(
-    "graphleaf_edu.safe_deepcopy(root) cannot copy it either: leave out what cannot be copied (or give "
-    "its class a __deepcopy__ or __reduce__ that skips it), then detach the tensors."
-)
-NOTHING_TO_FIX = N_("Nothing to fix: no non-leaf tensor is reachable from this {subject}, so {action}.")
-CAN_SEND = N_("torch.multiprocessing can send it")
-WILL_NOT_RAISE = N_("copy.deepcopy(root) will not raise the graph-leaves error")
-NOTHING_SEEN = N_(
-    "No non-leaf tensor found in what the walk could see of this {subject}; but it could not "
-    "look inside these objects, so a non-leaf tensor may hide there:"
-)
-NO_NONLEAF_BUT_UNCOPYABLE = N_(
-    "No non-leaf tensor is reachable from this {subject}, but copy.deepcopy(root) fails for another reason:"
-)
-NOT_LOOKED_INSIDE = N_("Not looked inside (a non-leaf tensor there would not be listed above):")
-CANNOT_BE_COPIED = N_("Cannot be copied (copy.deepcopy raises there, whatever is detached):")
-DEEPCOPY_RAISES_HERE = N_("copy.deepcopy fails here: {error_type}: {error}")
-NOT_LOOKED_INSIDE_LINE = N_("cannot look inside: {line}")
-CANNOT_COPY_LINE = N_("cannot be copied: {line}")
-
 
 @dataclass(frozen=True, eq=False)
 class Finding:
@@ -168,14 +143,14 @@ class Findings(list[Finding]):
             if isinstance(why, str):
                 opaque.append(OpaqueObject(path, type_name, why))
             else:
-                reason = say(DEEPCOPY_RAISES_HERE, error_type=type(why).__name__, error=why)
+                reason = say(M.DEEPCOPY_RAISES_HERE, error_type=type(why).__name__, error=why)
                 opaque.append(OpaqueObject(path, type_name, reason, why))
         return cls(found, subject=subject, opaque=opaque)
 
     def lines(self) -> list[str]:
         """One line per finding (path, cause, fix), then one per object not looked inside or not copyable."""
         return [finding.line() for finding in self] + [
-            say(CANNOT_COPY_LINE if o.blocks_copy else NOT_LOOKED_INSIDE_LINE, line=o.line()) for o in self.opaque
+            say(M.CANNOT_COPY_LINE if o.blocks_copy else M.NOT_LOOKED_INSIDE_LINE, line=o.line()) for o in self.opaque
         ]
 
     def report(self, error: str | BaseException = "deepcopy") -> str:
@@ -189,7 +164,7 @@ class Findings(list[Finding]):
         if not self:
             return self._nothing_found(kind)
         count = say_n("{n} non-leaf tensor", "{n} non-leaf tensors", len(self))
-        header = MULTIPROCESSING_REFUSES if kind == "multiprocessing" else DEEPCOPY_FAILS
+        header = M.MULTIPROCESSING_REFUSES if kind == "multiprocessing" else M.DEEPCOPY_FAILS
         lines = [say(header, subject=self.subject, count=count), ""]
         for number, finding in enumerate(self, 1):
             tensor = finding.tensor
@@ -201,9 +176,9 @@ class Findings(list[Finding]):
             ]
         lines += self._opaque_lines()
         if self.uncopyable:
-            closing = SAFE_DEEPCOPY_CANNOT
+            closing = M.SAFE_DEEPCOPY_CANNOT
         else:
-            closing = SAFE_DEEPCOPY_SENDS if kind == "multiprocessing" else SAFE_DEEPCOPY_COPIES
+            closing = M.SAFE_DEEPCOPY_SENDS if kind == "multiprocessing" else M.SAFE_DEEPCOPY_COPIES
         return "\n".join([*lines, "", say(closing)])
 
     @property
@@ -213,17 +188,17 @@ class Findings(list[Finding]):
 
     def _nothing_found(self, kind: str) -> str:
         if self.uncopyable:
-            return "\n".join([say(NO_NONLEAF_BUT_UNCOPYABLE, subject=self.subject), *self._opaque_lines()[1:]])
+            return "\n".join([say(M.NO_NONLEAF_BUT_UNCOPYABLE, subject=self.subject), *self._opaque_lines()[1:]])
         if not self.opaque:
-            action = CAN_SEND if kind == "multiprocessing" else WILL_NOT_RAISE
-            return say(NOTHING_TO_FIX, subject=self.subject, action=say(action))
-        return "\n".join([say(NOTHING_SEEN, subject=self.subject), *self._opaque_lines()[1:]])
+            action = M.CAN_SEND if kind == "multiprocessing" else M.WILL_NOT_RAISE
+            return say(M.NOTHING_TO_FIX, subject=self.subject, action=say(action))
+        return "\n".join([say(M.NOTHING_SEEN, subject=self.subject), *self._opaque_lines()[1:]])
 
     def _opaque_lines(self) -> list[str]:
         """A blank line, then each section: what cannot be copied, what was not looked inside."""
         lines = []
-        for title, objects in ((CANNOT_BE_COPIED, self.uncopyable),
-                               (NOT_LOOKED_INSIDE, tuple(o for o in self.opaque if not o.blocks_copy))):
+        for title, objects in ((M.CANNOT_BE_COPIED, self.uncopyable),
+                               (M.NOT_LOOKED_INSIDE, tuple(o for o in self.opaque if not o.blocks_copy))):
             if objects:
                 lines += ["", say(title), *(f"- {o.line()}" for o in objects)]
         return lines

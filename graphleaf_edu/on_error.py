@@ -140,7 +140,8 @@ def diagnosis_notes(error: BaseException, place: str | None = None, copied: Copi
 
 def _origins_hint_note() -> list[str]:
     """How to name each tensor's creating line: a hint, so after the diagnosis."""
-    return [] if torch.is_anomaly_enabled() or not _origins_hint[-1] else [M.say(_origins_hint[-1])]
+    hint = M.ORIGINS_HINT_CODE if _origins_hint[-1] is None else _origins_hint[-1]
+    return [] if torch.is_anomaly_enabled() or not hint else [M.say(hint)]
 
 
 def _prefixed(notes: list[str]) -> list[str]:
@@ -304,7 +305,8 @@ def where_of(frame: types.FrameType) -> str:
 _PUT_PLACES: collections.deque[tuple[int, places.Frame | None]] = collections.deque(maxlen=4096)
 _ORIGINAL_PUT = multiprocessing.queues.Queue.put
 _ORIGINAL_FEEDER_ERROR = multiprocessing.queues.Queue.__dict__["_on_queue_feeder_error"]
-_origins_hint = [M.ORIGINS_HINT_CODE]  # how to turn origins on, where the notes are made: the last entry
+# how to turn origins on, where the notes are made: the last entry (None: M.ORIGINS_HINT_CODE, "": no hint)
+_origins_hint: list[str | None] = [None]
 _installed = [0]
 
 

@@ -168,9 +168,10 @@ def creation_frames(grad_fn: Any) -> list[Frame]:
     return formatted_stack_frames(stack) if stack else []
 
 
-def creation_note(grad_fn: Any, in_library: str = M.CREATED_IN_LIBRARY) -> str | None:
+def creation_note(grad_fn: Any, in_library: str | None = None) -> str | None:
     """Where autograd recorded ``grad_fn``'s creation (anomaly mode), in the user's frames; None
-    when nothing was recorded. ``in_library``: the words for a tensor made inside a library call."""
+    when nothing was recorded. ``in_library``: the words for a tensor made inside a library call
+    (``M.CREATED_IN_LIBRARY`` when not given)."""
     frames = creation_frames(grad_fn)
     if not frames:
         return None
@@ -181,4 +182,5 @@ def creation_note(grad_fn: Any, in_library: str = M.CREATED_IN_LIBRARY) -> str |
     if len(users) > 1 and users[-2].name != "<module>":  # a script's `main()` line says nothing more
         places = M.say(M.CALLED_FROM, place=places, outer=function_place(users[-2]))
     made_in_library = not is_users(frames[-1].filename)
-    return M.say(in_library if made_in_library else M.CREATED_AT, places=places)
+    library_words = M.CREATED_IN_LIBRARY if in_library is None else in_library
+    return M.say(library_words if made_in_library else M.CREATED_AT, places=places)

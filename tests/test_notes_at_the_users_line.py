@@ -36,8 +36,8 @@ def plain_runs() -> dict[str, subprocess.CompletedProcess[str]]:
 
 
 SENT = [  # (run, the user's line that sent it, what root is, the finding's start)
-    ("simple_queue.py", "queue.put(logits)", "a Tensor (" + M.HOW_PICKLED + ")", "root: " + C.ROOT_TENSOR.cause),
-    ("feeder_queue.py", "queue.put(logits)", "a Tensor (" + M.HOW_QUEUE + ")", "root: " + C.ROOT_TENSOR.cause),
+    ("simple_queue.py", "queue.put(logits)", "a Tensor (" + M.HOW_PICKLED + ")", "root: " + C.known("ROOT_TENSOR").cause),
+    ("feeder_queue.py", "queue.put(logits)", "a Tensor (" + M.HOW_QUEUE + ")", "root: " + C.known("ROOT_TENSOR").cause),
     ("process_args.py", "worker.start()", "a SpawnProcess (" + M.HOW_PROCESS + ")", "root._args[0]: "),
 ]
 
@@ -74,17 +74,17 @@ def test_a_dataloaders_dataset_is_named_at_the_loop_with_the_datasets_fix(plain_
     verb = M.SENT_AT if start_method == "spawn" else M.COPIED_AT
     assert notes[0] == M.say(verb, place=line_of("loaders.py", "for batch in loader:"))
     assert notes[1].startswith(("sending" if start_method == "spawn" else "copying") + " root = a Embeddings (the DataLoader's dataset")
-    assert f"root.rows: {C.DATASET.cause} (grad_fn=AddmmBackward0) | fix: {C.DATASET.fix}" in notes
+    assert f"root.rows: {C.known('DATASET').cause} (grad_fn=AddmmBackward0) | fix: {C.known('DATASET').fix}" in notes
     assert (M.SEND_RULES in notes) == (start_method == "spawn")
 
 
 COPIED = [  # (run, the user's line that copied, the finding's line, its fix)
-    ("averaged_model.py", "swa = AveragedModel(model)", f"root.attention: {C.CACHED.cause} (grad_fn=SoftmaxBackward0)",
-     C.CACHED.fix),
+    ("averaged_model.py", "swa = AveragedModel(model)", f"root.attention: {C.known('CACHED').cause} (grad_fn=SoftmaxBackward0)",
+     C.known("CACHED").fix),
     ("losses_dataclass.py", "checkpoint = copy.deepcopy(history)",
-     f"root.losses[0..19]: 20 tensors, {C.LOGGED.cause.format(name='losses')} (grad_fn=MeanBackward0)", C.LOGGED.fix),
-    ("hook_cache.py", "ema = copy.deepcopy(encoder)", f"root[0].features: {C.CACHED.cause} (grad_fn=AddmmBackward0)",
-     C.CACHED.fix),
+     f"root.losses[0..19]: 20 tensors, {C.known('LOGGED').cause.format(name='losses')} (grad_fn=MeanBackward0)", C.known('LOGGED').fix),
+    ("hook_cache.py", "ema = copy.deepcopy(encoder)", f"root[0].features: {C.known('CACHED').cause} (grad_fn=AddmmBackward0)",
+     C.known("CACHED").fix),
     ("hidden_copy.py", "fresh.state = copy.deepcopy(self.state, memo)", "root['last_output']: ", None),
     ("wrapped_error.py", "snapshot_pipeline.snapshot(batch)", "root['outputs']: ", None),
 ]

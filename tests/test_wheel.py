@@ -85,18 +85,21 @@ def run_in(venv: Path, code: str, **environment: str) -> dict:
 
 
 CATALOG = "graphleaf_edu/locale/zh_CN/LC_MESSAGES/graphleaf_edu"
+MESSAGES = "graphleaf_edu/messages.toml"  # the package's words (graphleaf_edu.messages reads them)
 
 
-def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed_and_the_catalogs(dist, wheel):
+def test_build_makes_a_wheel_and_an_sdist_that_ship_py_typed_the_messages_and_the_catalogs(dist, wheel):
     version = PYPROJECT["version"]
     assert wheel.name == f"graphleaf_edu-{version}-py3-none-any.whl"
     in_wheel = zipfile.ZipFile(wheel).namelist()
-    assert {"graphleaf_edu/py.typed", f"{CATALOG}.mo"} <= set(in_wheel)
-    assert zipfile.ZipFile(wheel).read(f"{CATALOG}.mo") == (ROOT / f"{CATALOG}.mo").read_bytes()
+    assert {"graphleaf_edu/py.typed", MESSAGES, f"{CATALOG}.mo"} <= set(in_wheel)
+    for shipped in (MESSAGES, f"{CATALOG}.mo"):
+        assert zipfile.ZipFile(wheel).read(shipped) == (ROOT / shipped).read_bytes(), shipped
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
-    assert {f"graphleaf_edu-{version}/{name}" for name in ("graphleaf_edu/py.typed", f"{CATALOG}.po", f"{CATALOG}.mo")} <= set(names)
+    shipped = ("graphleaf_edu/py.typed", MESSAGES, f"{CATALOG}.po", f"{CATALOG}.mo")
+    assert {f"graphleaf_edu-{version}/{name}" for name in shipped} <= set(names)
 
 
 def test_the_wheel_ships_the_pytest_plugin_and_its_entry_point(wheel):

@@ -4,7 +4,8 @@ and compile it to the ``.mo`` the package loads (``make catalogs``; docs/transla
     python tools/catalogs.py           extract, update, compile; then list what still needs a translator
     python tools/catalogs.py --check   change nothing; exit 1 if a catalog is stale or incomplete
 
-A message reaches the catalogs by being written as a literal inside ``N_(...)``, ``say(...)`` or
+A message reaches the catalogs by being written in ``graphleaf_edu/messages.toml`` (every string of it but
+the names ``graphleaf_edu.messages.NAMES``), as a literal inside ``N_(...)``, ``say(...)`` or
 ``say_n(..., ...)`` (graphleaf_edu/i18n.py), or as an exercise's title in ``@exercise(...)``. The files carry no dates or line numbers, so running
 this twice changes nothing and a moved line makes no diff. They carry no ``#`` comments either: a
 note for the translator is a ``# Translators:`` comment in the code (it reaches the ``.po`` as ``#.``),
@@ -17,8 +18,10 @@ import io
 import re
 import sys
 import tomllib
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
@@ -33,6 +36,8 @@ LANGUAGES = ("zh_CN",)
 # The exercises' titles are marked by the decorator that names them: @exercise("Exercise 1 · ...").
 KEYWORDS = {"N_": None, "say": None, "say_n": (1, 2), "exercise": None}
 TRANSLATOR_COMMENTS = ("Translators:",)
+TOML_TABLE = re.compile(r"^\[(?P<name>[\w.]+)\]\s*(#.*)?$")
+TOML_KEY = re.compile(r"^(?P<key>\w+)\s*=\s*(?P<value>.*)$")
 # Fixed, so that the files change only when their messages do.
 DATE = datetime(2026, 12, 1, tzinfo=UTC)
 HEADER = "# The words of graphleaf_edu ({language}). Written by tools/catalogs.py; translate the msgstr lines.\n#"
@@ -57,12 +62,58 @@ def template() -> Catalog:
     """Every message the package's code marks, in the order the files and lines give them."""
     catalog = Catalog(project="graphleaf-edu", domain=DOMAIN, creation_date=DATE, fuzzy=False,
                       header_comment=HEADER.format(language="template"), **HEADER_FIELDS)
-    found = extract_from_dir(str(PACKAGE), keywords=KEYWORDS, comment_tags=TRANSLATOR_COMMENTS,
+    found = extract_from_dir(str(PACKAGE), method_map=METHODS, keywords=KEYWORDS, comment_tags=TRANSLATOR_COMMENTS,
                              strip_comment_tags=True)
     for filename, lineno, message, comments, context in sorted(found, key=lambda hit: (hit[0], hit[1])):
         catalog.add(message, None, [(f"graphleaf_edu/{filename}", lineno)], auto_comments=comments,
                     context=context)
     return catalog
+
+
+def extract_toml(fileobj: IO[bytes], keywords: object, comment_tags: Collection[str],
+                 options: object) -> Iterator[tuple[int, str, str, list[str]]]:
+    """Babel's extraction method for ``messages.toml``: each string of the file, at the line of its key,
+    but the values of the fields that are names (``graphleaf_edu.messages.NAMES``: ``kind``, ``grad_fn``).
+    A ``# Translators:`` comment right above a key reaches the ``.po`` as ``#.``."""
+    from graphleaf_edu.messages import NAMES
+
+    text = fileobj.read().decode("utf-8")
+    lines: dict[tuple[str, ...], tuple[int, list[str]]] = {}  # (table..., key) -> its line, its comments
+    table: tuple[str, ...] = ()
+    above: list[str] = []
+    closing = ""  # inside a multi-line string: the quotes that end it
+    for number, line in enumerate(text.splitlines(), 1):
+        if closing:
+            closing = "" if closing in line else closing
+            continue
+        stripped = line.strip()
+        key, header = TOML_KEY.match(line), TOML_TABLE.match(line)
+        if stripped.startswith("#"):
+            comment = stripped.lstrip("#").strip()
+            above = [*above, comment] if above or comment.startswith(tuple(comment_tags)) else []
+            continue
+        if header:
+            table = tuple(header["name"].split("."))
+        elif key:
+            lines[(*table, key["key"])] = number, above
+            quotes = key["value"][:3]
+            if quotes in ("\"\"\"", "'''") and quotes not in key["value"][3:]:
+                closing = quotes
+        above = []
+
+    def strings(value: object, path: tuple[str, ...]) -> Iterator[tuple[int, str, str, list[str]]]:
+        if isinstance(value, dict):
+            for name, inner in value.items():
+                yield from strings(inner, (*path, name))
+        elif isinstance(value, str) and path[-1] not in NAMES:
+            number, comments = lines[path]
+            yield number, "", value, comments
+
+    yield from strings(tomllib.loads(text), ())
+
+
+# The package's words: its message file and its Python code.
+METHODS = [("messages.toml", extract_toml), ("**.py", "python")]
 
 
 def updated(language: str, source: Catalog) -> Catalog:

@@ -61,15 +61,15 @@ def old_weight_norm_fix() -> str:
 def rows() -> list[tuple[str, str, str, str]]:
     graph_leaves = f"`{errors.GRAPH_LEAVES} at the moment`"
     cowardly = f"`{errors.COWARDLY_MESSAGE.split('  ')[0]}`"
-    dataset_fix = C.DATASET.fix
+    dataset_fix = C.known("DATASET").fix
     runner_first = f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_DATASET)}"  # the runner finds every cause (and a fork loader's, before it hangs)
     return [
         (graph_leaves, f"{say(M.INDEX_RUNNER)}{words('; or ')}{say(M.INDEX_EXPLAIN_COPIED)}",
-         f"{say(C.CACHED.fix)}{words('; ')}{M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.ROOT_TENSOR.fix))}",
+         f"{say(C.known('CACHED').fix)}{words('; ')}{M.say(M.INDEX_FOR_A_LONE_TENSOR, fix=say(C.known('ROOT_TENSOR').fix))}",
          lessons("`quick_fix`", "`00_start_here` §2", f"`01`{words(', ')}`02`")),
         (words("the same message, for a module that uses `torch.nn.utils.weight_norm`"), say(M.INDEX_EXPLAIN_WEIGHT_NORM),
          M.say(M.INDEX_PARAMETRIZED_SAVE, fix=old_weight_norm_fix()), lessons(dive("in_the_wild", " §1"))),
-        (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.NONLEAF_GRAD.fix),
+        (words("the same message, after `backward(create_graph=True)`"), say(M.INDEX_EXPLAIN_GRAD), say(C.known("NONLEAF_GRAD").fix),
          lessons(dive("what_deepcopy_does", " §2"), dive("in_the_wild", " §6"))),
         (f"{WORKER}`{errors.GRAPH_LEAVES.split(' support')[0]}…`", runner_first, say(dataset_fix),
          lessons("`03_dataloader_workers`", dive("dataloader_workers", section="`fork`"))),

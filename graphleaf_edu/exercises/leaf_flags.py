@@ -10,13 +10,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from graphleaf_edu import messages as M
 from graphleaf_edu.exercises.feedback import (
     Wrong,
     exercise,
     grad_fn_name,
     predictions_of,
 )
-from graphleaf_edu.i18n import N_, say
+from graphleaf_edu.i18n import say
 
 LEAVES_LESSON = "00_start_here"
 
@@ -28,49 +29,15 @@ class Question:
     leaf_hint: str
     requires_grad_hint: str
 
+    @classmethod
+    def of(cls, record: M.Record) -> Question:
+        """A question as ``[leaf_quiz.NAME]`` of ``graphleaf_edu/messages.toml`` writes it (no grad_fn: a leaf)."""
+        grad_fn = record.get("grad_fn")
+        return cls((record["is_leaf"] is True, record["requires_grad"] is True, None if grad_fn is None else str(grad_fn)),
+                   str(record["leaf_hint"]), str(record["requires_grad_hint"]))
 
-LEAF_QUESTIONS = {
-    "c": Question(
-        (False, True, "MulBackward0"),
-        N_("'created explicitly by the user' means made directly (torch.tensor, torch.randn, ...), not "
-           "computed in your code: autograd records an operation whose input requires grad."),
-        N_("requires_grad spreads: a result requires grad when any of its inputs does.")),
-    "d": Question(
-        (True, False, None),
-        N_("being computed is not what makes a non-leaf; being recorded is. Does anything in `b * 2` "
-           "require grad?"),
-        N_("a result requires grad only when one of its inputs does; look at b.")),
-    "e": Question(
-        (False, True, "SelectBackward0"),
-        N_("indexing is an operation too: a[0] is a view of a, and autograd records how it was made."),
-        N_("a view of a tensor that requires grad requires grad as well.")),
-    "f": Question(
-        (False, True, "CloneBackward0"),
-        N_("clone() copies the data, but the clone is recorded so that gradients flow back to a: "
-           "copying data is not the same as leaving the graph."),
-        N_("clone() keeps requires_grad: gradients flow through it.")),
-    "g": Question(
-        (True, False, None),
-        N_("detach() returns a tensor with no history at all (it shares a's memory, not a's graph)."),
-        N_("detach() returns a tensor that does not require grad.")),
-    "h": Question(
-        (True, True, None),
-        N_("nn.Linear creates its weight directly (an nn.Parameter), it does not compute it from "
-           "another tensor: that is why an optimizer can update it in place."),
-        N_("an nn.Parameter requires grad unless you switch it off.")),
-    "k": Question(
-        (False, True, "SumBackward0"),
-        N_("b does not require grad, but the layer's weight and bias do, so the forward pass is recorded."),
-        N_("b does not require grad, but the layer's parameters do.")),
-    "m": Question(
-        (True, False, None),
-        N_("inside torch.no_grad() autograd records nothing, so a result there has no history."),
-        N_("under torch.no_grad() results do not require grad, whatever their inputs.")),
-    "n": Question(
-        (True, True, None),
-        N_("detach() drops the history; requires_grad_() then starts a new graph at this tensor."),
-        N_("requires_grad_() switches requires_grad on, in place.")),
-}
+
+LEAF_QUESTIONS = {name: Question.of(record) for name, record in M.records("leaf_quiz").items()}
 LEAF_QUIZ_NAMES = tuple(LEAF_QUESTIONS)
 
 
