@@ -13,12 +13,15 @@ never assumed.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -66,28 +69,44 @@ def torch_requirement() -> str:
     return f"torch=={metadata.version('torch').partition('+')[0]}"
 
 
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (made if missing): another process (a second pytest-xdist
+    worker, another run) that asks for it waits until this one lets go, or until this process ends."""
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def cached_layer(name: str, key: str, layers: list[Path], populate) -> Path:
     """The venv ``CACHE/name-<hash of key>``, made once (chained to ``layers``) and filled by ``populate(venv)``.
 
-    It is built beside its final place and renamed into it, so a run that is interrupted, or one running
-    at the same time, never sees a half-filled layer."""
+    One process builds it while any other that needs it (a second xdist worker, another run) waits on its
+    lock and then uses it, so it is never built twice. It is built beside its final place and renamed
+    into it, so a run that is interrupted never leaves a half-filled layer."""
     final = CACHE / f"{name}-py{PYTHON_VERSION}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if (final / "complete").exists():
         return final
     CACHE.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=CACHE))
-    try:
-        shutil.rmtree(building)
-        with shared_cost(f"the {name} layer ({final.name})"):  # the run's, not the first file's (tests/cpu_seconds.py)
-            make_venv(building, layers)
-            populate(building)
-        (building / "complete").write_text(key)
-        os.rename(building, final)
-    except OSError:
-        if not (final / "complete").exists():  # not another run having finished first: a real failure
-            raise
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
+    with locked(CACHE / f".{final.name}.lock"):
+        if (final / "complete").exists():  # built while this process waited for the lock
+            return final
+        building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=CACHE))
+        try:
+            shutil.rmtree(building)
+            with shared_cost(f"the {name} layer ({final.name})"):  # the run's, not the first file's (tests/cpu_seconds.py)
+                make_venv(building, layers)
+                populate(building)
+            (building / "complete").write_text(key)
+            os.rename(building, final)
+        except OSError:
+            if not (final / "complete").exists():  # not a run that takes no lock having finished first
+                raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
     return final
 
 

@@ -1,9 +1,11 @@
 """No test file grows past its CPU-seconds budget (tests/cpu_budgets.toml, measured by tests/cpu_seconds.py).
 
-The check runs after every other test of the run and reads what the run measured; it judges only the
-files that ran whole. A second test runs the check in a small project of its own (``pytester``), with a
-file that spends more CPU in a child process than its budget allows, and sees it fail (and a file whose
-CPU went into a build several files share, which does not count against it).
+The check judges only the files that ran whole. Run one test at a time, it runs after every other test
+and reads what the run measured; under pytest-xdist the workers leave it out and it runs right after the
+run, over the merged report (``--cpu-budgets-of FILE``: ``make test``'s second step). Two more tests run
+the check in a small project of their own (``pytester``), with a file that spends more CPU in a child
+process than its budget allows, and see it fail, one test at a time and over two workers' merged report
+(and a file whose CPU went into a build several files share, which does not count against it).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cpu_seconds import PLUGIN_NAME, budgets, runs_last
+from cpu_seconds import BUDGET_CHECK, PLUGIN_NAME, over_budget, read_report, runs_last
 
 pytest_plugins = ["pytester"]
 
@@ -20,26 +22,23 @@ THIS_FILE = Path(__file__).name
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def over_budget(request: pytest.FixtureRequest) -> list[str]:
-    recorder = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
-    default, per_file = budgets()
-    judged = {name: cost for name, cost in recorder.whole_files().items() if Path(name).name != THIS_FILE}
-    if not judged:
-        pytest.skip("no other test file ran whole in this run")
-    return [f"{name}: {cost.cpu:.1f} CPU s, budget {per_file.get(Path(name).name, default):g} "
-            f"({cost.tests} tests; tests/cpu_budgets.toml)"
-            for name, cost in sorted(judged.items())
-            if cost.cpu > per_file.get(Path(name).name, default)]
-
-
 @runs_last
 def test_no_test_file_went_past_its_cpu_budget(request):
     """A file past its budget: make its expensive steps happen once (a module or session fixture), or split
     it; raise the budget (tools/cpu_budgets.py) only when the file has earned the time."""
-    assert over_budget(request) == []
+    report = request.config.getoption("cpu_budgets_of")
+    if report:
+        files = read_report(Path(report))
+    else:
+        files = request.config.pluginmanager.get_plugin(PLUGIN_NAME).files()
+    if not any(cost.whole and Path(name).name != THIS_FILE for name, cost in files.items()):
+        pytest.skip("no other test file ran whole in this run")
+    assert over_budget(files, leave_out=THIS_FILE) == []
 
 
-def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
+def spending_project(pytester) -> None:
+    """A project with this suite's plugin and budget check, a file that spends 1.5 CPU s in a child where its
+    budget is 0.5, and one that spends as much inside ``shared_cost`` (a layer other files share)."""
     tests = Path(__file__).resolve().parent
     pytester.makeconftest((tests / "conftest.py").read_text())
     for helper in ("cpu_seconds.py", THIS_FILE):
@@ -54,7 +53,14 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
     pytester.makepyfile(test_shares=f"import subprocess, sys\nfrom cpu_seconds import shared_cost\n\n"
                                     f"def test_builds_what_others_share():\n    with shared_cost('a layer'):\n"
                                     f"        {spin}\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", "-k", "not fails_for_a_file and not ci_prints")
+
+
+NOT_THESE = ("-k", "not fails_for_a_file and not ci_prints")
+
+
+def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
+    spending_project(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", *NOT_THESE)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*test_no_test_file_went_past_its_cpu_budget*",
                                  "*test_spends.py: 1.* CPU s, budget 0.5 *",
@@ -64,16 +70,46 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
     result.stdout.no_fnmatch_line("*test_cpu_budgets.py: * CPU s, budget*")  # it never judges itself
 
 
-def dry_run(target: str) -> str:
-    return subprocess.run(["make", "--dry-run", "--always-make", "--no-print-directory", target], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout
+def test_the_budget_check_fails_for_a_file_that_spends_too_much_over_two_workers(pytester):
+    """Under xdist each worker measures its own tests; the controller's table and report hold every
+    worker's figures, and the check, left out by the workers, fails the file over the merged report."""
+    spending_project(pytester)
+    report = pytester.path / "cpu-seconds.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+                                           "--cpu-table", "--cpu-report", str(report), *NOT_THESE)
+    result.assert_outcomes(passed=3)  # the check is not among them: no test runs last under xdist
+    check_id = "test_cpu_budgets.py::test_no_test_file_went_past_its_cpu_budget"
+    result.stdout.fnmatch_lines(["*CPU and wall seconds per test file*", "*shared: a layer",
+                                 f"*under xdist no test runs last; {check_id} runs apart*--cpu-budgets-of {report}"])
+    files = read_report(report)
+    assert {name: (cost.tests, cost.collected) for name, cost in files.items()} == {
+        "test_spends.py": (2, 2), "test_shares.py": (1, 1)}
+    assert files["test_spends.py"].cpu > 1.4 and files["test_shares.py"].cpu < 1.0, files
+    check = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-budgets-of", str(report),
+                                          check_id)
+    check.assert_outcomes(failed=1)
+    check.stdout.fnmatch_lines(["*test_spends.py: 1.* CPU s, budget 0.5 *"])
+    check.stdout.no_fnmatch_line("*test_shares.py: * CPU s, budget*")
+
+
+def dry_run(target: str, *variables: str) -> str:
+    return subprocess.run(["make", "--dry-run", "--always-make", "--no-print-directory", target, *variables],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
 
 def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_runs():
     """`.ci/run` runs `make test`, whose unit-test run prints the slowest tests and each file's CPU seconds."""
     assert "make test" in (ROOT / ".ci" / "run").read_text()
-    (unit_run,) = [line for line in dry_run("test").splitlines() if "-m pytest tests --ignore=tests/test_classroom.py" in line]
+    recipe = dry_run("test").splitlines()
+    (unit_run,) = [line for line in recipe if "-m pytest tests --ignore=tests/test_classroom.py" in line]
     assert "--durations=25" in unit_run and "--cpu-table" in unit_run and "--cpu-report" in unit_run
+    # two test files at a time, each whole on one worker (its module fixtures made once); one at a time asked
+    assert " -n 2 --dist loadfile " in unit_run
+    (serial,) = [line for line in dry_run("test", "TEST_WORKERS=0").splitlines() if "--ignore=tests/test_classroom.py" in line]
+    assert " -n " not in serial and "--cpu-report" in serial
+    # right after it, the budget check over the report it wrote (under xdist no test runs last)
+    report = unit_run.split("--cpu-report ", 1)[1].split()[0]
+    assert recipe[recipe.index(unit_run) + 1].endswith(f"-m pytest -p no:cacheprovider -q {BUDGET_CHECK} --cpu-budgets-of {report}")
     # nbval over the lessons and the instructor copies, notebooks side by side but each one's cells in order
     nbval_runs = [line for line in dry_run("test").splitlines() if "--nbval-kernel-name graphleaf-cpu" in line]
     assert [line.split()[-1] for line in nbval_runs] == ["notebooks", "instructor"]
