@@ -30,6 +30,7 @@ one to propose budgets).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import time
 import tomllib
@@ -121,6 +122,7 @@ class Recorder:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.tests: dict[str, tuple[float, float]] = {}  # nodeid -> (CPU seconds, wall seconds)
+        self.where: dict[str, tuple[str, float]] = {}  # nodeid -> (xdist worker or "", time.time() at its end)
         self.shared: list[tuple[str, float]] = []  # the run's shared builds, from every process
         self.collected: dict[str, int] = defaultdict(int)  # test file -> tests selected
         self.left_out: list[str] = []  # under xdist: the tests the workers left out, to run apart
@@ -174,6 +176,8 @@ class Recorder:
             "cpu": cpu_seconds() - cpu - sum(seconds for _, seconds in builds),
             "wall": time.monotonic() - wall,
             "shared": [[what, seconds] for what, seconds in builds],
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),  # xdist names its workers gw0, gw1, …
+            "ended_at": time.time(),  # for a timeline of the run: what ran beside what
         })
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -181,6 +185,7 @@ class Recorder:
         figures = getattr(report, REPORT_ATTR, None)
         if report.when == "teardown" and figures is not None:
             self.tests[report.nodeid] = (figures["cpu"], figures["wall"])
+            self.where[report.nodeid] = (figures["worker"], figures["ended_at"])
             self.shared += [(what, seconds) for what, seconds in figures["shared"]]
 
     def files(self) -> dict[str, FileCost]:
@@ -226,7 +231,8 @@ class Recorder:
         if report and not is_worker(self.config):
             Path(report).parent.mkdir(parents=True, exist_ok=True)
             Path(report).write_text(json.dumps({
-                "tests": {nodeid: {"cpu": cpu, "wall": wall} for nodeid, (cpu, wall) in self.tests.items()},
+                "tests": {nodeid: {"cpu": cpu, "wall": wall, "worker": self.where[nodeid][0],
+                                   "ended_at": self.where[nodeid][1]} for nodeid, (cpu, wall) in self.tests.items()},
                 "files": {name: vars(cost) for name, cost in self.files().items()},
                 "shared": [{"what": what, "cpu": seconds} for what, seconds in self.shared],
             }, indent=1) + "\n")

@@ -56,11 +56,12 @@ def spending_project(pytester) -> None:
 
 
 NOT_THESE = ("-k", "not fails_for_a_file and not ci_prints")
+PLAIN = ("-p", "no:cacheprovider", "-p", "no:nbval")  # nbval: slow to load (nbformat), in every process
 
 
 def test_the_budget_check_fails_for_a_file_that_spends_too_much(pytester):
     spending_project(pytester)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-table", *NOT_THESE)
+    result = pytester.runpytest_subprocess(*PLAIN, "--cpu-table", *NOT_THESE)
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*test_no_test_file_went_past_its_cpu_budget*",
                                  "*test_spends.py: 1.* CPU s, budget 0.5 *",
@@ -75,7 +76,7 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much_over_two_workers
     worker's figures, and the check, left out by the workers, fails the file over the merged report."""
     spending_project(pytester)
     report = pytester.path / "cpu-seconds.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+    result = pytester.runpytest_subprocess(*PLAIN, "-n", "2", "--dist", "loadfile",
                                            "--cpu-table", "--cpu-report", str(report), *NOT_THESE)
     result.assert_outcomes(passed=3)  # the check is not among them: no test runs last under xdist
     check_id = "test_cpu_budgets.py::test_no_test_file_went_past_its_cpu_budget"
@@ -85,7 +86,7 @@ def test_the_budget_check_fails_for_a_file_that_spends_too_much_over_two_workers
     assert {name: (cost.tests, cost.collected) for name, cost in files.items()} == {
         "test_spends.py": (2, 2), "test_shares.py": (1, 1)}
     assert files["test_spends.py"].cpu > 1.4 and files["test_shares.py"].cpu < 1.0, files
-    check = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cpu-budgets-of", str(report),
+    check = pytester.runpytest_subprocess(*PLAIN, "--cpu-budgets-of", str(report),
                                           check_id)
     check.assert_outcomes(failed=1)
     check.stdout.fnmatch_lines(["*test_spends.py: 1.* CPU s, budget 0.5 *"])
