@@ -52,8 +52,7 @@ test: setup classroom-setup
 	@# The hub tests bound every wait themselves; this outer bound is the last guard. SIGINT lets pytest
 	@# stop the test hub (its fixture's teardown) before exiting; a failure or a timeout fails `make test`.
 	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py --durations=10
-	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks
-	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu instructor
+	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks instructor
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \

@@ -28,6 +28,13 @@ def pytest_configure(config):
     config.pluginmanager.register(cpu_seconds.Recorder(config), cpu_seconds.PLUGIN_NAME)
 
 
+def pytest_collection_modifyitems(items):
+    """The costliest files first (their CPU budgets), each file's tests in their own order: under xdist a
+    worker takes the next file when it is free, so a long file started last would end the run alone."""
+    default, per_file = cpu_seconds.budgets()
+    items.sort(key=lambda item: -per_file.get(Path(cpu_seconds.file_of(item.nodeid)).name, default))
+
+
 @pytest.fixture
 def quiet_torch_deprecations():
     """The old weight_norm and backward(create_graph=True) warn on every use; some tests use both."""
