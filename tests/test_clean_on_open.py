@@ -19,7 +19,7 @@ from chromium import playwright_or_skip
 from jupyterlab_process import running_lab
 from notebook_files import ROOT
 
-playwright_or_skip()
+playwright = playwright_or_skip()
 
 pytestmark = pytest.mark.browser
 
@@ -127,7 +127,7 @@ def test_opening_and_closing_every_notebook_leaves_its_file_unchanged(tmp_path, 
                     seen += page.evaluate(OPEN_AUTOSAVE_CLOSE, {
                         "paths": paths[start:start + BATCH], "kernelVersion": platform.python_version(),
                         "timeoutMs": OPEN_TIMEOUT_MS, "nudgeMs": KERNEL_INFO_AGAIN_MS})
-                except Exception as error:
+                except playwright.Error as error:
                     log = (tmp_path / "jupyterlab.log").read_text()
                     raise AssertionError(f"{error}\nJupyterLab's log ends:\n{log[-3000:]}") from None
         finally:
