@@ -89,7 +89,10 @@ class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
         if self.task is None:
             return
         prompt, _, sign = self.task.status(view).partition("\n")
-        solved = f"<div class='graphleaf-solved' style='color: #009E73'><b>{escape(sign)}</b></div>" if sign else ""
+        if sign.startswith("✔"):
+            solved = f"<div class='graphleaf-solved' style='color: #009E73'><b>{escape(sign)}</b></div>"
+        else:  # why the view shown is no solution yet, or nothing
+            solved = f"<div class='graphleaf-not-yet' style='color: #B04000'>{escape(sign)}</div>" if sign else ""
         self.task_status.value = f"<div style='border-left: 4px solid #0072B2; padding-left: 6px'>{escape(prompt)}{solved}</div>"
 
     def __repr__(self) -> str:
@@ -203,7 +206,8 @@ class DataLoaderLab(_Explorer):
         self.num_workers = widgets.Dropdown(options=[0, 1, 2], value=1, description="num_workers", **label)
         self.batch_size = widgets.Dropdown(options=[("4", 4), ("None", None)], value=4, description="batch_size",
                                            **label)
-        self.deepcopy_in_getitem = widgets.Checkbox(value=True, description=say("deepcopy in __getitem__"),
+        # Off, as in lesson 03's TensorDataset: a fork worker then fails where the lesson says (stack(out=)).
+        self.deepcopy_in_getitem = widgets.Checkbox(value=False, description=say("deepcopy in __getitem__"),
                                                    **label)
         self.detach_at_construction = widgets.Checkbox(value=False, description=say("detach at construction"),
                                                       **label)

@@ -326,3 +326,18 @@ def test_the_script_an_explorer_shows_is_plain_code_that_does_what_the_fix_does(
     else:
         with pytest.raises(scenario.error.type, match=re.escape(scenario.error.contains)):
             exec(compile(shown, f"{key}-{fix}", "exec"), namespace)  # noqa: S102
+
+
+def test_the_model_output_scenario_feeds_plain_data_as_lesson_01_does():
+    scenario = SCENARIOS["model_output"]
+    for fix in scenario.fix_keys():
+        inputs = scenario.run(fix).namespace["inputs"]
+        assert inputs.is_leaf and not inputs.requires_grad, fix
+    assert "requires_grad=True" not in scenario.code()
+
+
+def test_the_custom_deepcopy_code_explains_new_and_memo_where_it_uses_them():
+    lines = SCENARIOS["model_cache"].code("custom_deepcopy").splitlines()
+    for word in ("__new__", "memo[id(self)]", "__setstate__"):
+        line = next(i for i, text in enumerate(lines) if word in text and "def " not in text)
+        assert "#" in lines[line] or lines[line - 1].strip().startswith("#"), word

@@ -58,3 +58,40 @@ def test_an_unknown_task_or_scenario_name_lists_the_names():
         widgets.dataloader_lab(task="snapshot")
     with pytest.raises(KeyError, match=r"no scenario 'cache'; the scenarios are \["):
         widgets.scenario_explorer("cache")
+
+
+WHY_NOT = [
+    ("model_output", "copy and keep training", "no_grad", "output has no graph left to train through"),
+    ("model_cache", "fix at the source", "custom_deepcopy", "model.cache in the original still has a grad_fn"),
+    ("model_cache", "fix at the source", "safe_deepcopy", "model.cache in the original still has a grad_fn"),
+    ("model_cache", "fix at the source", "clear_cache", "it changes the original model"),
+    ("intermediate_tensor", "independent snapshot", "detach", "it shares y's memory"),
+    ("model_cache", "copy without changing anything", "state_dict", "with the constructor's arguments"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "task", "fix", "reason"), WHY_NOT, ids=lambda v: v if isinstance(v, str) else "")
+def test_a_copy_that_works_but_is_no_solution_says_why_in_one_line(scenario, task, fix, reason):
+    status = views.TASKS[task].status(views.scenario_view(SCENARIOS[scenario], fix))
+    prompt, sign = status.split("\n")
+    assert sign.startswith("→ not this one: the copy works, but ") and reason in sign
+
+
+def test_a_failing_copy_or_a_solution_gives_no_reason():
+    task = views.TASKS["fix at the source"]
+    assert "\n" not in task.status(views.scenario_view(SCENARIOS["model_cache"], "none"))
+    assert task.status(views.scenario_view(SCENARIOS["model_cache"], "detach_at_source")).split("\n")[1].startswith("✔")
+
+
+def test_the_explorer_shows_the_reason_apart_from_the_solved_sign():
+    explorer = widgets.scenario_explorer("model_cache", "getstate", task="fix at the source")
+    explorer.deepcopy.click()
+    assert "graphleaf-not-yet" in explorer.task_status.value and "graphleaf-solved" not in explorer.task_status.value
+    assert "still has a grad_fn" in explorer.task_status.value
+
+
+def test_lesson_01s_solved_sign_agrees_with_a_detach_that_copies_nothing():
+    view = views.scenario_view(SCENARIOS["model_output"], "detach")
+    assert view.result_text.startswith("✓ no copy made, none needed")
+    solved = views.TASKS["copy and keep training"].status(view).split("\n")[1]
+    assert solved.startswith("✔ Solved:") and "copy" not in solved.lower()

@@ -59,14 +59,27 @@ def test_dataloader_lab_says_running_before_it_runs_and_keeps_history(monkeypatc
     monkeypatch.setattr(widgets, "loader_view", spy)
     lab.num_workers.value = 0
     lab.run.click()
-    lab.deepcopy_in_getitem.value = False
+    lab.deepcopy_in_getitem.value = True
     lab.run.click()
     assert [status.startswith("<b>running…</b>") and disabled for status, disabled in seen] == [True, True]
     assert not lab.run.disabled
-    assert len(lab.history) == 2 and lab.history[1].ok
+    assert len(lab.history) == 2 and lab.history[0].ok and not lab.history[1].ok
     assert lab.table.value.count("(main process)") == 2
     lab.clear.click()
     assert lab.history == () and lab.table.value == ""
+
+
+def test_dataloader_lab_starts_as_lesson_03_does_and_fork_fails_in_stack():
+    """Lesson 03's dataset deep-copies nothing: the lab starts so, and its fork run fails as 03's does."""
+    lab = widgets.dataloader_lab(task="spawn workers")
+    assert (lab.deepcopy_in_getitem.value, lab.detach_at_construction.value) == (False, False)
+    if "fork" not in lab.start_method.options:
+        pytest.skip("no fork start method here")
+    lab.start_method.value = "fork"
+    lab.run.click()
+    outcome = lab.history[-1]
+    assert not outcome.ok and "stack(): functions with out=" in outcome.cause_line
+    assert "graphleaf-solved" not in lab.task_status.value
 
 
 def test_fix_comparison_switches_model():

@@ -92,7 +92,8 @@ class Task:
 
     ``done(view)`` receives the explorer's current view (a ``ScenarioView``, ``PlaygroundView``,
     ``LoaderView`` or ``FixComparison``) and says whether it shows a solution; ``solved`` is the
-    sign shown then.
+    sign shown then. ``why_not(view)``, where given, says in one line why a view that is no
+    solution is none (e.g. a copy that works but leaves the graph in the model), or ``None``.
 
         >>> Task("Make the copy work without changing the original model.",
         ...      lambda view: view.ok and "changes the original" not in view.result_text)
@@ -101,8 +102,16 @@ class Task:
     prompt: str
     done: Callable[[Any], bool]
     solved: str = N_("Solved!")
+    why_not: Callable[[Any], str | None] | None = None
 
     def status(self, view: Any) -> str:
-        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution (in the user's language)."""
-        sign = f"\n✔ {say(self.solved)}" if view is not None and self.done(view) else ""
+        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution, or ``"→ <reason>"``
+        when ``why_not`` says why it does not (in the user's language)."""
+        if view is None:
+            sign = ""
+        elif self.done(view):
+            sign = f"\n✔ {say(self.solved)}"
+        else:
+            reason = self.why_not(view) if self.why_not is not None else None
+            sign = f"\n→ {reason}" if reason else ""
         return say("task: {prompt}", prompt=say(self.prompt)) + sign

@@ -107,8 +107,8 @@ def _copy_summary(copied: Any) -> str:
         return say("copied: {description}", description=tensor_text(describe(copied)))
     found = find_nonleaf(copied)
     if not found:
-        return say("find_nonleaf(copied): no non-leaf tensor inside, so the copy deep-copies again")
-    return say("find_nonleaf(copied): still non-leaf at {paths}", paths=", ".join(f"copied{f.path}" for f in found))
+        return say("inside the copy: no tensor with a grad_fn, so the copy deep-copies again")
+    return say("inside the copy, still with a grad_fn: {paths}", paths=", ".join(f"copied{f.path}" for f in found))
 
 
 def _copy_graph(scenario: Scenario, outcome: Outcome) -> tuple[AutogradGraph | None, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from graphleaf_edu.i18n import N_, say
 from graphleaf_edu.scenarios.measure import measure_fix
-from graphleaf_edu.views.common import Task
+from graphleaf_edu.views.common import Task, translated_cell
 from graphleaf_edu.views.fixes import FixComparison
 from graphleaf_edu.views.loader import LoaderView
 from graphleaf_edu.views.playground import PlaygroundView
@@ -62,6 +62,31 @@ def spawn_workers_deliver_deepcopied_rows(view: LoaderView) -> bool:
     return spawn_workers_deliver(view) and view.outcome.deepcopy_in_getitem
 
 
+def _works_but(view: ScenarioView, *, changes: bool = True, shares: bool = False, graph: bool | None = None,
+               rebuilds: bool = False) -> str | None:
+    """Why a fix whose copy works is not the answer, in one line: the first measured reason the task cares
+    about (the original changed, memory shared, the culprit's graph kept or lost, the constructor run)."""
+    measured = measure_fix(view.scenario, view.fix)
+    if not measured.works:
+        return None
+    target, path = view.scenario.target, view.scenario.target + view.scenario.culprit
+    if changes and measured.original_changed != "no":
+        return say("not this one: the copy works, but it changes the original {target} ({changed})",
+                   target=target, changed=translated_cell(measured.original_changed))
+    if shares and measured.shares_memory:
+        return say("not this one: the copy works, but it shares {target}'s memory: a change to one shows in both",
+                   target=target)
+    if graph is True and measured.keeps_graph is not True:
+        return say("not this one: the copy works, but {target} has no graph left to train through", target=target)
+    if graph is False and measured.keeps_graph is True:
+        return say("not this one: the copy works, but {path} in the original still has a grad_fn, so the next "
+                   "copy needs this fix again", path=path)
+    if rebuilds and measured.rebuilds:
+        return say("not this one: the copy works, but it builds a new {target} with the constructor's arguments",
+                   target=target)
+    return None
+
+
 def no_fix_changes_the_original(view: FixComparison) -> bool:
     """In the comparison shown, every fix that works leaves the original unchanged, as measured."""
     works, changed = view.column("works"), view.column("original changed")
@@ -73,16 +98,21 @@ TASKS: dict[str, Task] = {
                                "tensor copy.deepcopy accepts."), copyable_affine,
                             solved=N_("Solved: a tensor without a grad_fn.")),
     "independent snapshot": Task(N_("Find a fix whose copy works and shares no memory with y."), independent_snapshot,
-                                 solved=N_("Solved: an independent snapshot.")),
-    "copy and keep training": Task(N_("Find a fix that copies the output and keeps the output in the graph, so "
-                                      "training can still backpropagate through it."), copy_and_keep_training,
-                                   solved=N_("Solved: a copy, and training goes on.")),
+                                 solved=N_("Solved: an independent snapshot."),
+                                 why_not=lambda view: _works_but(view, changes=False, shares=True)),
+    "copy and keep training": Task(N_("Find a fix that gives the output's values outside the graph, so they copy, "
+                                      "and keeps the output in the graph, so training can still backpropagate "
+                                      "through it."), copy_and_keep_training,
+                                   solved=N_("Solved: the values kept outside the graph, and training goes on."),
+                                   why_not=lambda view: _works_but(view, graph=True)),
     "fix at the source": Task(N_("Find the fix after which the model itself holds no graph, so that every later "
                                  "copy works, without the copy changing the model."), fixed_at_the_source,
-                              solved=N_("Solved: fixed where the tensor is stored.")),
+                              solved=N_("Solved: fixed where the tensor is stored."),
+                              why_not=lambda view: _works_but(view, graph=False)),
     "copy without changing anything": Task(N_("Copy the model without its constructor, leaving the original "
                                               "exactly as it was."), copies_without_constructor_or_change,
-                                           solved=N_("Solved: a copy that changes nothing.")),
+                                           solved=N_("Solved: a copy that changes nothing."),
+                                           why_not=lambda view: _works_but(view, rebuilds=True)),
     "spawn workers": Task(N_("Make spawn (or forkserver) workers deliver their batches."), spawn_workers_deliver,
                           solved=N_("Solved: fresh worker processes received the dataset.")),
     "spawn workers, deepcopy in __getitem__": Task(

@@ -34,9 +34,10 @@ class CachedDetached(Cached):
 
 
 class CachedWithDeepcopy(Cached):
-    def __deepcopy__(self, memo):
-        twin = type(self).__new__(type(self))
-        memo[id(self)] = twin
+    def __deepcopy__(self, memo):  # copy.deepcopy(model) calls this instead of copying each attribute
+        twin = type(self).__new__(type(self))  # an empty object of the class: __init__ is not run
+        memo[id(self)] = twin  # deepcopy's record of what it copied: a reference back to model gets twin
+        # every attribute deep-copied, but the cache replaced by None; __setstate__ puts them on twin
         twin.__setstate__(copy.deepcopy({**self.__dict__, "cache": None}, memo))
         return twin
 

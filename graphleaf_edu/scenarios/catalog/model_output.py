@@ -13,18 +13,18 @@ from graphleaf_edu.scenarios.engine import NONE, Fix, Scenario
 def setup():
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
-    x = torch.randn(2, 4, requires_grad=True)
-    output = model(x)
-    return {"model": model, "x": x, "output": output}
+    inputs = torch.randn(2, 4)  # plain data: only the parameters require gradients
+    output = model(inputs)
+    return {"model": model, "inputs": inputs, "output": output}
 
 
 def setup_under_no_grad():
     torch.manual_seed(0)
     model = nn.Linear(4, 3)
-    x = torch.randn(2, 4, requires_grad=True)
+    inputs = torch.randn(2, 4)
     with torch.no_grad():
-        output = model(x)
-    return {"model": model, "x": x, "output": output}
+        output = model(inputs)
+    return {"model": model, "inputs": inputs, "output": output}
 
 
 def deepcopy_output(output):
