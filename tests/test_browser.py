@@ -329,10 +329,16 @@ def solve_with_fix(fix: str):
     return solve
 
 
-def solve_spawn_with_deepcopy(page, explorer, lang) -> None:
+def solve_spawn(page, explorer, lang) -> None:
     explorer.locator("select").first.select_option("spawn")
     explorer.locator("label", has_text=said(lang, "detach at construction")).locator("input").check()
     explorer.get_by_role("button", name=said(lang, "run DataLoader")).click()
+
+
+def solve_spawn_with_deepcopy(page, explorer, lang) -> None:
+    # The lab starts with "deepcopy in __getitem__" off, as lesson 03's dataset does; this task wants it on.
+    explorer.locator("label", has_text=said(lang, "deepcopy in __getitem__")).locator("input").check()
+    solve_spawn(page, explorer, lang)
 
 
 def solve_with_expression(expression: str):
@@ -356,7 +362,7 @@ TASKS = {
     "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach"))],
     "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_at_source"))],
-    "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn_with_deepcopy)],
+    "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn)],
     "deep_dives/leaves_and_grad_fn.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "deep_dives/intermediate_tensor.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
     "deep_dives/model_output.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
