@@ -80,6 +80,12 @@ def storing_line(root: Any, path: str, users_frames: Iterable[places.Frame], sit
         found = _first_store(filename, scope, wanted)
         if found is not None:
             return found
+    if kind == _ITEM:  # the container may be a hook object's, kept on the module under another name too
+        for function, name in _hooks_holding(root, holder):
+            where = _scope_of(function)
+            found = _first_store(*where, _Wanted(container=name, key=key)) if where else None
+            if found is not None:
+                return found
     return None
 
 
@@ -143,22 +149,44 @@ def _name_of(steps: list[tuple[str, Any]]) -> str | None:
 def _scopes(owner: Any, users_frames: Iterable[places.Frame]) -> Iterator[tuple[str, ast.AST]]:
     """The user's code that can have stored into ``owner``, as (file, AST of a function or module)."""
     for function in [*_hooks_of(owner), *_methods_of(owner)]:
-        code = getattr(function, "__code__", None)
-        if code is not None and places.is_users(code.co_filename):
-            scope = _function_at(code.co_filename, code.co_firstlineno)
-            if scope is not None:
-                yield code.co_filename, scope
+        where = _scope_of(function)
+        if where is not None:
+            yield where
     for frame in users_frames:
         scope = _enclosing(frame.filename, frame.lineno)
         if scope is not None:
             yield frame.filename, scope
 
 
+def _scope_of(function: Any) -> tuple[str, ast.AST] | None:
+    """A function of the user's own source, as (file, AST of its ``def``)."""
+    code = getattr(function, "__code__", None)
+    if code is None or not places.is_users(code.co_filename):
+        return None
+    scope = _function_at(code.co_filename, code.co_firstlineno)
+    return None if scope is None else (code.co_filename, scope)
+
+
+def _hooks_holding(root: Any, container: Any) -> Iterator[tuple[Any, str]]:
+    """The hooks registered on ``root`` or its submodules whose object keeps ``container`` (the very dict or
+    list) as an attribute: each hook's function and that attribute's name (``stats`` for
+    ``self.stats[key] = out`` in a monitor's hook, when ``model.monitor_stats = monitor.stats``)."""
+    if not isinstance(root, nn.Module) or container is None:
+        return
+    for module in root.modules():
+        for hook in _registered_hooks(module):
+            owner = getattr(getattr(hook, "func", hook), "__self__", hook)
+            for name, value in getattr(owner, "__dict__", {}).items():
+                if value is container:
+                    yield _function_of(hook), name
+
+
 def _hooks_of(owner: Any) -> list[Any]:
-    if not isinstance(owner, nn.Module):
-        return []
-    hooks = [hook for name in _HOOK_DICTS for hook in dict.values(getattr(owner, name, None) or {})]
-    return [_function_of(hook) for hook in hooks]
+    return [_function_of(hook) for hook in _registered_hooks(owner)] if isinstance(owner, nn.Module) else []
+
+
+def _registered_hooks(module: nn.Module) -> list[Any]:
+    return [hook for name in _HOOK_DICTS for hook in dict.values(getattr(module, name, None) or {})]
 
 
 def _function_of(hook: Any) -> Any:

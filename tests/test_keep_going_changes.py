@@ -1,5 +1,6 @@
 """``--keep-going --patch FILE`` on training scripts with two to four causes each (tests/note_scripts; among them
-containers built at the copy, checkpoint_dict.py): each
+containers built at the copy, checkpoint_dict.py; a hook object's dict that the model keeps under another
+name, monitor_alias.py): each
 cause names the line that stored it and its change; the diff applies with ``git apply`` and ``patch -p1``;
 the patched script is the hand-fixed one (tests/note_scripts/hand_fixed), runs clean, and prints what the
 hand-fixed script prints, which is what the keep-going run printed too. Also: a script that does not
@@ -35,6 +36,11 @@ JOBS = {  # script -> (its runner options, the modules it imports from its folde
         "root['losses'][0..2] (3 tensors)": ("losses.append(loss)", "losses.append(loss.detach())"),
         "root[1][0..2] (3 tensors)": ("norms.append(out.norm())", "norms.append(out.norm().detach())"),
         "root[1]": ("last = copy.deepcopy([step, out])", "last = copy.deepcopy([step, out.detach()])"),
+    }),
+    "monitor_alias.py": ((), (), {  # the hook object's dict, found through the model's other name for it
+        "root.last_features": ("self.last_features = features", "self.last_features = features.detach()"),
+        "root.monitor_stats['head_out']": ('self.stats["head_out"] = output', 'self.stats["head_out"] = output.detach()'),
+        "root['losses'][0..1] (2 tensors)": ("losses.append(loss)", "losses.append(loss.detach())"),
     }),
     "byol_job.py": (("--library", "byol_lite.py"), ("byol_lite.py",), {
         "root.memory['hidden']": ('self.memory["hidden"] = output', 'self.memory["hidden"] = output.detach()'),

@@ -73,7 +73,7 @@ WHY_NOT = [
 @pytest.mark.parametrize(("scenario", "task", "fix", "reason"), WHY_NOT, ids=lambda v: v if isinstance(v, str) else "")
 def test_a_copy_that_works_but_is_no_solution_says_why_in_one_line(scenario, task, fix, reason):
     status = views.TASKS[task].status(views.scenario_view(SCENARIOS[scenario], fix))
-    prompt, sign = status.split("\n")
+    _, sign = status.split("\n")
     assert sign.startswith("→ not this one: the copy works, but ") and reason in sign
 
 
