@@ -72,8 +72,8 @@ class DetachedTensorRows(TensorRows):
     Stores ``data.detach()``: rows without ``grad_fn`` that every worker can copy and receive, on
     ``data``'s own memory (``data`` keeps its graph). A ``spawn`` or ``forkserver`` DataLoader
     moves that memory into shared memory when it sends the dataset to a worker, ``data``'s too (the
-    same storage). Pass ``data.detach().clone()`` only if ``data`` or the rows are later changed in
-    place: the change shows in both.
+    same storage; a view's whole base). Pass ``data.detach().clone()`` if ``data`` or the rows are later
+    changed in place (the change shows in both), or to keep a view without its base's memory.
 
     Args:
         data: the rows, one per item; may be part of an autograd graph.

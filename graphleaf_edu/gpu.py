@@ -32,6 +32,7 @@ from graphleaf_edu.dataloading import (
 from graphleaf_edu.errors import (
     COWARDLY_MESSAGE,
     GRAPH_LEAVES_MESSAGE,
+    error_line,
     warning_line,
 )
 from graphleaf_edu.gpu_probes import (
@@ -265,19 +266,27 @@ def safe_deepcopy_on_the_gpu(device: str = "cuda") -> list[str]:
     ]
 
 
+def weight_of_a_copy(model: nn.Module) -> str:
+    """Where ``copy_through_the_cpu(model)``'s weight is, or the line of the error the copy raised."""
+    try:
+        return device_and_dtype(copy_through_the_cpu(model).weight)
+    except RuntimeError as error:
+        return error_line(error)
+
+
 def moving_the_original(device: str = "cuda") -> list[str]:
     plain = nn.Linear(4, 3).to(device)
-    weight_before = plain.weight.data  # holds the old memory, so new memory gets a new address
-    duplicate = copy_through_the_cpu(plain)
+    weight_before = plain.weight.data  # kept alive for the memory check below
+    plain_copy = weight_of_a_copy(plain)
     cached = caching_linear_after_a_forward(device)
-    attempt = outcome_of(lambda: copy_through_the_cpu(cached))
+    cached_copy = weight_of_a_copy(cached)
     protected = caching_linear_after_a_forward(device)
     protected_before = protected.weight.data
     safe_deepcopy(protected, warn=False)
     return [
-        device_and_dtype(duplicate.weight),
+        plain_copy,
         device_dtype_and_memory(plain.weight, weight_before),
-        attempt,
+        cached_copy,
         device_and_dtype(cached.weight),
         tensor_facts(cached.last_output),
         device_dtype_and_memory(protected.weight, protected_before),
