@@ -77,7 +77,8 @@ class DetachedTensorRows(TensorRows):
 
     Args:
         data: the rows, one per item; may be part of an autograd graph.
-        deepcopy_in_getitem: deep-copy each row before returning it (now harmless).
+        deepcopy_in_getitem: deep-copy each row before returning it (no error now; a row is a view, so
+            its copy holds the whole storage of the rows).
 
     Example:
         >>> x = torch.ones(3, 2, requires_grad=True)
