@@ -91,12 +91,28 @@ class DetachedTensorRows(TensorRows):
         super().__init__(data.detach(), deepcopy_in_getitem)
 
 
-def make_dataset(*, deepcopy_in_getitem: bool, detach_at_construction: bool) -> TensorRows:
-    """``ROWS`` x ``FEATURES`` rows computed from a leaf (``x * 2``), so they are non-leaf unless detached."""
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(ROWS, FEATURES, generator=generator, requires_grad=True)
+def make_dataset(*, deepcopy_in_getitem: bool, detach_at_construction: bool,
+                 data: torch.Tensor | None = None) -> TensorRows:
+    """The rows of ``data`` in a ``TensorRows`` (a ``DetachedTensorRows`` when detached at construction);
+    without ``data``, ``ROWS`` x ``FEATURES`` rows computed from a leaf (``x * 2``), so non-leaf unless detached."""
+    if data is None:
+        generator = torch.Generator().manual_seed(0)
+        data = torch.randn(ROWS, FEATURES, generator=generator, requires_grad=True) * 2
+    require_rows(data)
     dataset_class = DetachedTensorRows if detach_at_construction else TensorRows
-    return dataset_class(x * 2, deepcopy_in_getitem=deepcopy_in_getitem)
+    return dataset_class(data, deepcopy_in_getitem=deepcopy_in_getitem)
+
+
+def require_rows(data: object) -> None:
+    """Raise a ``TypeError`` unless ``data`` is a tensor of rows (at least one dimension) or ``None``."""
+    if data is None:
+        return
+    if not isinstance(data, torch.Tensor):
+        raise TypeError(say("data must be a tensor with one row per item, not {type_name}",
+                            type_name=type(data).__name__))
+    if data.dim() == 0:
+        raise TypeError(say("data must have one row per item (at least one dimension), not shape {shape}",
+                            shape=list(data.shape)))
 
 
 @dataclass(frozen=True)
@@ -173,8 +189,9 @@ def run_loader(
     detach_at_construction: bool,
     batch_size: int | None = 4,
     timeout: float = 10.0,
+    data: torch.Tensor | None = None,
 ) -> LoaderOutcome:
-    """Iterate a real DataLoader over 8 non-leaf rows (or their detached fix) and report what happened.
+    """Iterate a real DataLoader over non-leaf rows (or their detached fix) and report what happened.
 
     Never hangs: workers run with ``timeout``, and their output is collected, not printed.
 
@@ -186,12 +203,15 @@ def run_loader(
         batch_size: rows per batch; ``None`` hands out single rows, uncollated.
         timeout: seconds to wait for each batch; spawn and forkserver workers import torch first,
             so keep it above a few seconds for them.
+        data: the rows to load, one per item, on the CPU (a lesson's own features); by default 8 rows of
+            4 computed from a leaf (``x * 2``), so non-leaf.
 
     Returns:
         A ``LoaderOutcome``; a failed run is an outcome too (``ok=False``), not an exception.
 
     Raises:
         ValueError: an unknown start method, ``num_workers < 0``, ``batch_size < 1`` or ``timeout <= 0``.
+        TypeError: ``data`` is not a tensor with at least one dimension.
 
     Example:
         >>> outcome = gl.run_loader(start_method="fork", num_workers=1, deepcopy_in_getitem=True,
@@ -202,7 +222,8 @@ def run_loader(
         'RuntimeError: Only Tensors created explicitly by the user (graph leaves) support the deepcopy ...'
     """
     _check_configuration(start_method, num_workers, batch_size, timeout)
-    dataset = make_dataset(deepcopy_in_getitem=deepcopy_in_getitem, detach_at_construction=detach_at_construction)
+    dataset = make_dataset(deepcopy_in_getitem=deepcopy_in_getitem, detach_at_construction=detach_at_construction,
+                           data=data)
     with tempfile.TemporaryDirectory(prefix="graphleaf-workers-") as folder:
         loader = DataLoader(dataset, batch_size=batch_size, **worker_options(start_method, num_workers, timeout, folder))
         start = time.perf_counter()

@@ -14,8 +14,9 @@ import multiprocessing
 from typing import Any
 
 import ipywidgets as widgets
+import torch
 
-from graphleaf_edu.dataloading import LoaderOutcome
+from graphleaf_edu.dataloading import LoaderOutcome, require_rows
 from graphleaf_edu.i18n import say
 from graphleaf_edu.scenarios import NONE, SCENARIOS, Scenario, require_scenario
 from graphleaf_edu.tables import escape, html_table
@@ -198,7 +199,9 @@ class LeafPlayground(_Explorer):
 class DataLoaderLab(_Explorer):
     """Choose a DataLoader configuration, run it for real, and keep every outcome in a table."""
 
-    def __init__(self, task: Task | str | None = None):
+    def __init__(self, task: Task | str | None = None, data: torch.Tensor | None = None):
+        require_rows(data)
+        self.data = data  # the rows each run loads (None: run_loader's own x * 2)
         methods = multiprocessing.get_all_start_methods()  # the platform's default first
         label = {"style": {"description_width": "initial"}}
         self.start_method = widgets.Dropdown(options=methods, value=methods[0], description=say("start method"),
@@ -238,7 +241,7 @@ class DataLoaderLab(_Explorer):
                                     num_workers=self.num_workers.value,
                                     deepcopy_in_getitem=self.deepcopy_in_getitem.value,
                                     detach_at_construction=self.detach_at_construction.value,
-                                    batch_size=self.batch_size.value)
+                                    batch_size=self.batch_size.value, data=self.data)
         finally:
             self.run.disabled = False
         outcome = self.view.outcome
@@ -331,25 +334,30 @@ def leaf_playground(expression: str = "x * 2", task: Task | str | None = None) -
     return LeafPlayground(expression, task)
 
 
-def dataloader_lab(task: Task | str | None = None) -> DataLoaderLab:
+def dataloader_lab(data: torch.Tensor | None = None, task: Task | str | None = None) -> DataLoaderLab:
     """Start method x workers x deepcopy in __getitem__ x detach at construction, run for real.
 
     Each run is ``run_loader`` with the chosen options: real worker processes, with a timeout.
 
     Args:
+        data: the rows each run loads, one per item, on the CPU (e.g. the features a lesson computed);
+            by default ``run_loader``'s own 8 rows of ``x * 2``.
         task: something to do, shown on top with a "solved" sign once done (a ``Task`` or a name in ``TASKS``).
 
     Returns:
         The lab, an ``ipywidgets.VBox``: display it in Jupyter.
 
     Raises:
-        Nothing of its own.
+        TypeError: ``data`` is not a tensor with at least one dimension.
 
     Example:
         >>> gl.dataloader_lab()
         DataLoaderLab: an interactive explorer; run this cell in Jupyter to use it
+        >>> features = torch.nn.Linear(4, 4)(torch.randn(8, 4))
+        >>> gl.dataloader_lab(features, task="spawn workers").data is features
+        True
     """
-    return DataLoaderLab(task)
+    return DataLoaderLab(task, data)
 
 
 def fix_comparison(scenario: Scenario = SCENARIOS["model_cache"], measure: Measure = fix_summary,

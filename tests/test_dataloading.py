@@ -194,3 +194,28 @@ def test_sending_a_detached_dataset_moves_the_given_tensors_memory_into_shared_m
     assert not data.is_shared()
     ForkingPickler.dumps(DetachedTensorRows(data))  # what a spawn or forkserver DataLoader does at start
     assert data.is_shared() and data.grad_fn is not None
+
+
+def test_given_data_is_what_the_loader_loads_and_how_each_start_method_treats_it():
+    """The DataLoader lab of lesson 03 runs on the lesson's own features: run_loader's ``data``."""
+    features = torch.nn.Linear(3, 3)(torch.randn(6, 3))  # 6 rows of 3, each with a grad_fn
+    assert make_dataset(deepcopy_in_getitem=False, detach_at_construction=False, data=features).data is features
+    fixed = make_dataset(deepcopy_in_getitem=False, detach_at_construction=True, data=features)
+    assert fixed.data.is_leaf and fixed.data.untyped_storage().data_ptr() == features.untyped_storage().data_ptr()
+    here = loader(num_workers=0, data=features)
+    assert here.ok and (here.batches, here.batch_shape, here.batch_is_leaf) == (2, (4, 3), False)
+    if "fork" in multiprocessing.get_all_start_methods():
+        assert STACK_OUT in loader(num_workers=1, data=features).cause_line
+    spawned = loader(start_method="spawn", num_workers=1, data=features)
+    assert not spawned.ok and spawned.error_line.startswith(COWARDLY)
+    delivered = loader(start_method="spawn", num_workers=1, data=features, detach_at_construction=True)
+    assert delivered.ok and (delivered.batches, delivered.batch_is_leaf) == (2, True)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ("rows", "data must be a tensor with one row per item, not str"),
+    (torch.tensor(1.0), r"data must have one row per item \(at least one dimension\), not shape \[\]"),
+])
+def test_data_that_is_no_tensor_of_rows_says_what_to_pass(data, message):
+    with pytest.raises(TypeError, match=message):
+        loader(num_workers=0, data=data)

@@ -69,9 +69,22 @@ def test_dataloader_lab_says_running_before_it_runs_and_keeps_history(monkeypatc
     assert lab.history == () and lab.table.value == ""
 
 
+def lesson_03_features():
+    """The features lesson 03 builds (its setup seeds torch with 0) and hands to its lab."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    encoder = nn.Linear(4, 4)
+    return encoder(torch.randn(8, 4))
+
+
 def test_dataloader_lab_starts_as_lesson_03_does_and_fork_fails_in_stack():
-    """Lesson 03's dataset deep-copies nothing: the lab starts so, and its fork run fails as 03's does."""
-    lab = widgets.dataloader_lab(task="spawn workers")
+    """Lesson 03's dataset deep-copies nothing: the lab starts so, on the lesson's features, and its fork
+    run fails as 03's does."""
+    features = lesson_03_features()
+    lab = widgets.dataloader_lab(features, task="spawn workers")
+    assert lab.data is features
     assert (lab.deepcopy_in_getitem.value, lab.detach_at_construction.value) == (False, False)
     if "fork" not in lab.start_method.options:
         pytest.skip("no fork start method here")
@@ -80,6 +93,19 @@ def test_dataloader_lab_starts_as_lesson_03_does_and_fork_fails_in_stack():
     outcome = lab.history[-1]
     assert not outcome.ok and "stack(): functions with out=" in outcome.cause_line
     assert "graphleaf-solved" not in lab.task_status.value
+
+
+def test_dataloader_lab_loads_the_rows_it_is_given():
+    import torch
+
+    rows = torch.ones(6, 3, requires_grad=True) * 2
+    lab = widgets.dataloader_lab(rows)
+    lab.num_workers.value = 0
+    lab.detach_at_construction.value = True
+    lab.run.click()
+    assert lab.history[-1].ok and (lab.history[-1].batches, lab.history[-1].batch_shape) == (2, (4, 3))
+    with pytest.raises(TypeError, match="data must be a tensor with one row per item, not str"):
+        widgets.dataloader_lab("spawn workers")
 
 
 def test_fix_comparison_switches_model():

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from graphleaf_edu.dataloading import LoaderOutcome, outcome_table, run_loader
 from graphleaf_edu.i18n import say
 from graphleaf_edu.views.common import keeping_random_state
@@ -38,11 +40,13 @@ def loader_view(
     detach_at_construction: bool,
     batch_size: int | None = 4,
     timeout: float = LOADER_TIMEOUT_S,
+    data: torch.Tensor | None = None,
 ) -> LoaderView:
-    """Run one real DataLoader configuration (``run_loader``, so it cannot hang) after ``history``."""
+    """Run one real DataLoader configuration (``run_loader``, so it cannot hang) after ``history``, over
+    the rows of ``data`` (``run_loader``'s own rows when it is ``None``)."""
     with keeping_random_state():  # the DataLoader draws its workers' base seed from torch's generator
         outcome = run_loader(start_method=start_method, num_workers=num_workers,
                              deepcopy_in_getitem=deepcopy_in_getitem,
                              detach_at_construction=detach_at_construction,
-                             batch_size=batch_size, timeout=timeout)
+                             batch_size=batch_size, timeout=timeout, data=data)
     return LoaderView(outcome, (*tuple(history), outcome))

@@ -100,9 +100,9 @@ SCENARIO = Scenario(
             N_("two lines; also changes pickling (torch.save of the whole model drops the cache too)"),
             setup=setup_with_getstate),
         Fix("state_dict", N_("load the state_dict into a fresh instance"), load_state_dict_into_a_new_model,
-            N_("needs the constructor's arguments (4, 3); carries over only the parameters and persistent buffers "
-               "(copied, without a graph) and get_extra_state()'s value (handed over as it is, graph included), "
-               "no other attribute")),
+            N_("needs the constructor's arguments (4, 3); the new model gets only what state_dict() holds: the "
+               "parameters and buffers, copied without a graph (not a buffer registered with persistent=False), "
+               "and get_extra_state()'s value where the class defines one; no other attribute, so no cache")),
         Fix("clear_cache", N_("set model.cache = None, then deepcopy"), clear_cache_then_deepcopy,
             N_("mutates the original: its cache is gone"), mutates_original=True),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_model, SAFE_DEEPCOPY_COST),
