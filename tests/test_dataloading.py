@@ -219,3 +219,16 @@ def test_given_data_is_what_the_loader_loads_and_how_each_start_method_treats_it
 def test_data_that_is_no_tensor_of_rows_says_what_to_pass(data, message):
     with pytest.raises(TypeError, match=message):
         loader(num_workers=0, data=data)
+
+
+def test_deepcopy_in_getitem_of_a_detached_dataset_copies_the_whole_storage_for_each_row():
+    data = torch.ones(ROWS, FEATURES, requires_grad=True) * 2
+    dataset = DetachedTensorRows(data, deepcopy_in_getitem=True)
+    whole = dataset.data.untyped_storage().nbytes()
+    for index in (0, ROWS - 1):
+        row = dataset[index]  # no error now: the row is a leaf
+        assert row.is_leaf and row.grad_fn is None and torch.equal(row, data[index].detach())
+        assert row.untyped_storage().data_ptr() != dataset.data.untyped_storage().data_ptr()  # a copy
+        assert row.untyped_storage().nbytes() == whole == ROWS * row.nbytes  # of all the rows, for one
+        assert row.storage_offset() == index * FEATURES
+    assert dataset.data[0].clone().untyped_storage().nbytes() == FEATURES * data.element_size()
