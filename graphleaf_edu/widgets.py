@@ -89,12 +89,13 @@ class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
     def _show_task(self, view: object) -> None:
         if self.task is None:
             return
-        prompt, _, sign = self.task.status(view).partition("\n")
-        if sign.startswith("✔"):
-            solved = f"<div class='graphleaf-solved' style='color: #009E73'><b>{escape(sign)}</b></div>"
+        solved, line = self.task.check(view)
+        if solved:
+            sign = f"<div class='graphleaf-solved' style='color: #009E73'><b>✔ {escape(line)}</b></div>"
         else:  # why the view shown is no solution yet, or nothing
-            solved = f"<div class='graphleaf-not-yet' style='color: #B04000'>{escape(sign)}</div>" if sign else ""
-        self.task_status.value = f"<div style='border-left: 4px solid #0072B2; padding-left: 6px'>{escape(prompt)}{solved}</div>"
+            sign = f"<div class='graphleaf-not-yet' style='color: #B04000'>→ {escape(line)}</div>" if line else ""
+        self.task_status.value = (f"<div style='border-left: 4px solid #0072B2; padding-left: 6px'>"
+                                  f"{escape(self.task.title())}{sign}</div>")
 
     def __repr__(self) -> str:
         # The text/plain shown where widgets cannot render (a notebook viewer, a terminal).

@@ -95,3 +95,25 @@ def test_lesson_01s_solved_sign_agrees_with_a_detach_that_copies_nothing():
     assert view.result_text.startswith("✓ no copy made, none needed")
     solved = views.TASKS["copy and keep training"].status(view).split("\n")[1]
     assert solved.startswith("✔ Solved:") and "copy" not in solved.lower()
+
+
+def test_checking_a_task_leaves_the_notebooks_random_numbers_alone():
+    import torch
+    view = views.scenario_view(SCENARIOS["intermediate_tensor"], "detach")
+    views.clear_caches()
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    views.TASKS["independent snapshot"].status(view)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_task_measures_each_fix_once_for_its_check_and_its_reason(monkeypatch):
+    runs = []
+    measure = views.tasks.measure_fix
+    monkeypatch.setattr(views.tasks, "measure_fix", lambda scenario, fix: runs.append(fix) or measure(scenario, fix))
+    views.clear_caches()
+    view = views.scenario_view(SCENARIOS["model_cache"], "getstate")
+    for _ in range(2):
+        assert views.TASKS["fix at the source"].check(view) == (False, views.TASKS["fix at the source"].why_not(view))
+    assert runs == ["getstate"]

@@ -104,14 +104,20 @@ class Task:
     solved: str = N_("Solved!")
     why_not: Callable[[Any], str | None] | None = None
 
-    def status(self, view: Any) -> str:
-        """``"task: <prompt>"``, then ``"✔ <solved>"`` once ``view`` shows a solution, or ``"→ <reason>"``
-        when ``why_not`` says why it does not (in the user's language)."""
+    def title(self) -> str:
+        """``"task: <prompt>"`` in the user's language."""
+        return say("task: {prompt}", prompt=say(self.prompt))
+
+    def check(self, view: Any) -> tuple[bool, str | None]:
+        """``(True, <solved>)`` once ``view`` shows a solution; else ``(False, <reason>)`` when ``why_not``
+        says why it does not, or ``(False, None)`` (in the user's language)."""
         if view is None:
-            sign = ""
-        elif self.done(view):
-            sign = f"\n✔ {say(self.solved)}"
-        else:
-            reason = self.why_not(view) if self.why_not is not None else None
-            sign = f"\n→ {reason}" if reason else ""
-        return say("task: {prompt}", prompt=say(self.prompt)) + sign
+            return False, None
+        if self.done(view):
+            return True, say(self.solved)
+        return False, self.why_not(view) if self.why_not is not None else None
+
+    def status(self, view: Any) -> str:
+        """The title, then ``"✔ <solved>"`` or ``"→ <reason>"`` on a line of its own where ``check`` gives one."""
+        solved, line = self.check(view)
+        return self.title() + ("" if line is None else f"\n{'✔' if solved else '→'} {line}")

@@ -9,15 +9,34 @@ explorer's current view and measures what the run really did (``measure_fix``), 
 """
 from __future__ import annotations
 
+import functools
+
 from graphleaf_edu.i18n import N_, say
-from graphleaf_edu.scenarios.measure import measure_fix
-from graphleaf_edu.views.common import Task, translated_cell
+from graphleaf_edu.scenarios import Scenario
+from graphleaf_edu.scenarios.measure import FixMeasurement, measure_fix
+from graphleaf_edu.views.common import (
+    Task,
+    cached,
+    keeping_random_state,
+    translated_cell,
+)
 from graphleaf_edu.views.fixes import FixComparison
 from graphleaf_edu.views.loader import LoaderView
 from graphleaf_edu.views.playground import PlaygroundView
 from graphleaf_edu.views.scenario import ScenarioView
 
 __all__ = ["TASKS", "task_named"]
+
+
+@functools.lru_cache(maxsize=32)
+def _measured(scenario: Scenario, fix: str) -> FixMeasurement:
+    """One measurement per scenario and fix (their setups are seeded), made without touching the
+    notebook's random numbers: a task's check and its reason read the same run."""
+    with keeping_random_state():
+        return measure_fix(scenario, fix)
+
+
+cached(_measured.cache_clear)
 
 
 def copyable_affine(view: PlaygroundView) -> bool:
@@ -27,26 +46,26 @@ def copyable_affine(view: PlaygroundView) -> bool:
 
 def independent_snapshot(view: ScenarioView) -> bool:
     """The copy was made, and it keeps its numbers in memory of its own."""
-    measured = measure_fix(view.scenario, view.fix)
+    measured = _measured(view.scenario, view.fix)
     return measured.works and measured.shares_memory is False
 
 
 def copy_and_keep_training(view: ScenarioView) -> bool:
     """The copy was made, and the original still has its ``grad_fn`` (training can backpropagate)."""
-    measured = measure_fix(view.scenario, view.fix)
+    measured = _measured(view.scenario, view.fix)
     return measured.works and measured.keeps_graph is True
 
 
 def fixed_at_the_source(view: ScenarioView) -> bool:
     """The copy was made without changing the original, and the tensor that broke it is stored without
     its graph: every later copy, pickle or checkpoint works too."""
-    measured = measure_fix(view.scenario, view.fix)
+    measured = _measured(view.scenario, view.fix)
     return measured.works and measured.original_changed == "no" and measured.keeps_graph is False
 
 
 def copies_without_constructor_or_change(view: ScenarioView) -> bool:
     """The copy works, the original is unchanged and keeps its graph, and the model's class was never built."""
-    measured = measure_fix(view.scenario, view.fix)
+    measured = _measured(view.scenario, view.fix)
     return (measured.works and measured.original_changed == "no" and measured.keeps_graph is True
             and not measured.rebuilds)
 
@@ -66,7 +85,7 @@ def _works_but(view: ScenarioView, *, changes: bool = True, shares: bool = False
                rebuilds: bool = False) -> str | None:
     """Why a fix whose copy works is not the answer, in one line: the first measured reason the task cares
     about (the original changed, memory shared, the culprit's graph kept or lost, the constructor run)."""
-    measured = measure_fix(view.scenario, view.fix)
+    measured = _measured(view.scenario, view.fix)
     if not measured.works:
         return None
     target, path = view.scenario.target, view.scenario.target + view.scenario.culprit
