@@ -26,10 +26,17 @@ NBVAL_AT_ONCE := $(if $(filter-out 0,$(NBVAL_WORKERS)),-n $(NBVAL_WORKERS) --dis
 # tests run in order on one worker, so its module fixtures, its JupyterLab or its built wheel, are made
 # once); most slow files wait on a browser, a server, pip or a script, so two overlap well on two cores.
 # `make test TEST_WORKERS=0` runs one test at a time. The CPU-budget check then judges the workers'
-# merged report (tests/cpu_seconds.py).
+# merged report (tests/cpu_seconds.py). --no-loadscope-reorder keeps the files in the order tests/conftest.py
+# gives them, the costliest first (xdist would otherwise start the files with the most tests first, and a
+# long file started late ends the run alone).
 TEST_WORKERS ?= 2
-TEST_AT_ONCE := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+TEST_AT_ONCE := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 CPU_REPORT := test-artifacts/cpu-seconds.json
+# The hub tests bound every wait themselves; `timeout` is the last guard. SIGINT lets pytest stop the test
+# hub (its fixture's teardown) before exiting. `timeout` also gives pytest back SIGINT's default action,
+# which sh takes from a command it starts in the background.
+HUB_TESTS := timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py --durations=10
+HUB_LOG := test-artifacts/hub-tests.log
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab lab-setup binder-check site test check bench notebooks student lock setup graphviz kernels clean gpu-wheels test-gpu
@@ -49,10 +56,17 @@ test: setup classroom-setup
 	@# budget, over the report of the whole run (under xdist no test runs last: it runs right after).
 	$(PY) -m pytest tests --ignore=tests/test_classroom.py $(TEST_AT_ONCE) --durations=25 --cpu-table --cpu-report $(CPU_REPORT)
 	$(PY) -m pytest -p no:cacheprovider -q tests/test_cpu_budgets.py::test_no_test_file_went_past_its_cpu_budget --cpu-budgets-of $(CPU_REPORT)
-	@# The hub tests bound every wait themselves; this outer bound is the last guard. SIGINT lets pytest
-	@# stop the test hub (its fixture's teardown) before exiting; a failure or a timeout fails `make test`.
-	timeout --signal=INT --kill-after=60 600 $(PY) -m pytest tests/test_classroom.py --durations=10
-	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks instructor
+	@# The hub tests mostly wait (on JupyterHub, its spawns, its culler: about 40 CPU s in 100 s here), so
+	@# they run beside nbval, their output kept in $(HUB_LOG) and printed once both are done; a failure
+	@# or a timeout of either fails `make test`.
+	@mkdir -p $(dir $(HUB_LOG))
+	$(HUB_TESTS) >$(HUB_LOG) 2>&1 & hub_pid=$$!; \
+	$(PY) -m pytest $(NBVAL) $(NBVAL_AT_ONCE) --durations=10 --nbval-kernel-name graphleaf-cpu notebooks instructor; nbval=$$?; \
+	wait $$hub_pid; hub=$$?; \
+	echo "== the hub tests (tests/test_classroom.py), run beside nbval, exit status $$hub; their output ($(HUB_LOG)):"; \
+	cat $(HUB_LOG); \
+	echo "== nbval exit status $$nbval, the hub tests' $$hub"; \
+	test $$nbval -eq 0 && test $$hub -eq 0
 	@if $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then \
 		echo "CUDA is available: running the notebooks on the GPU kernel too"; \
 		$(PY) -m pytest $(NBVAL_GPU) --nbval-kernel-name graphleaf-gpu notebooks; \

@@ -30,7 +30,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     """The costliest files first (their CPU budgets), each file's tests in their own order: under xdist a
-    worker takes the next file when it is free, so a long file started last would end the run alone."""
+    worker takes the next file when it is free, so a long file started last would end the run alone
+    (`make test` passes --no-loadscope-reorder, or xdist would start the files with the most tests first)."""
     default, per_file = cpu_seconds.budgets()
     items.sort(key=lambda item: -per_file.get(Path(cpu_seconds.file_of(item.nodeid)).name, default))
 

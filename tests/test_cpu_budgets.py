@@ -9,8 +9,10 @@ process than its budget allows, and see it fail, one test at a time and over two
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,23 +100,68 @@ def dry_run(target: str, *variables: str) -> str:
                           cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
 
-def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_runs():
+def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_runs(tmp_path):
     """`.ci/run` runs `make test`, whose unit-test run prints the slowest tests and each file's CPU seconds."""
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     recipe = dry_run("test").splitlines()
     (unit_run,) = [line for line in recipe if "-m pytest tests --ignore=tests/test_classroom.py" in line]
     assert "--durations=25" in unit_run and "--cpu-table" in unit_run and "--cpu-report" in unit_run
-    # two test files at a time, each whole on one worker (its module fixtures made once); one at a time asked
-    assert " -n 2 --dist loadfile " in unit_run
+    # two test files at a time, each whole on one worker (its module fixtures made once), in conftest.py's
+    # order (the costliest first), not xdist's (the most tests first); one at a time asked
+    assert " -n 2 --dist loadfile --no-loadscope-reorder " in unit_run
     (serial,) = [line for line in dry_run("test", "TEST_WORKERS=0").splitlines() if "--ignore=tests/test_classroom.py" in line]
     assert " -n " not in serial and "--cpu-report" in serial
     # right after it, the budget check over the report it wrote (under xdist no test runs last)
     report = unit_run.split("--cpu-report ", 1)[1].split()[0]
     assert recipe[recipe.index(unit_run) + 1].endswith(f"-m pytest -p no:cacheprovider -q {BUDGET_CHECK} --cpu-budgets-of {report}")
     # nbval over the lessons and the instructor copies, notebooks side by side but each one's cells in order
-    (nbval_run,) = [line for line in dry_run("test").splitlines() if "--nbval-kernel-name graphleaf-cpu" in line]
-    assert nbval_run.split()[-2:] == ["notebooks", "instructor"]
+    (nbval_run,) = [line for line in recipe if "--nbval-kernel-name graphleaf-cpu" in line]
+    assert nbval_run.split(";")[0].split()[-2:] == ["notebooks", "instructor"]
     assert " -n 2 --dist loadfile " in nbval_run
+    # the hub tests (mostly waits) run beside it, under their outer timeout, and either failing fails make test
+    (hub_run,) = [line for line in recipe if "tests/test_classroom.py --durations" in line]
+    assert hub_run.startswith("timeout --signal=INT --kill-after=60 600 ") and " & " in hub_run
+    assert recipe.index(hub_run) + 1 == recipe.index(nbval_run)
+    the_hub_and_nbval_run_side_by_side_and_either_fails_make_test(tmp_path)
+
+
+FAKE_PYTHON = """#!{python}
+# make test's python for the hub and nbval step: the hub tests and nbval each wait (10 s at most) to see the
+# other started, and exit with the status the environment asks; the hub tests also say how SIGINT would end them
+import os, signal, sys, time
+me, other = ("hub", "nbval") if "tests/test_classroom.py" in sys.argv else ("nbval", "hub")
+open(me + "-started", "w").close()
+deadline = time.monotonic() + 10
+while not os.path.exists(other + "-started") and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(me, "saw", other, "running:", os.path.exists(other + "-started"))
+if me == "hub":
+    print("SIGINT raises KeyboardInterrupt:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+sys.exit(int(os.environ[me.upper() + "_EXIT"]))
+"""
+
+
+def the_hub_and_nbval_run_side_by_side_and_either_fails_make_test(tmp_path: Path) -> None:
+    """make test's hub and nbval step, run by sh with a stand-in python: both run at once; the hub tests'
+    output is printed after; the step fails when either fails; the hub tests get SIGINT's default action
+    back (sh starts a command in the background with SIGINT ignored), so their timeout can stop the hub."""
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON.format(python=sys.executable))
+    fake.chmod(0o755)
+    recipe = dry_run("test", f"PY={fake}").split("\n")
+    first = next(i for i, line in enumerate(recipe) if "tests/test_classroom.py --durations" in line)
+    last = next(i for i in range(first, len(recipe)) if not recipe[i].endswith("\\"))
+    step = "\n".join(recipe[first:last + 1])
+    for hub_exit, nbval_exit in [(0, 0), (1, 0), (0, 1), (5, 2)]:
+        work = tmp_path / f"hub{hub_exit}-nbval{nbval_exit}"
+        work.mkdir()
+        (work / "test-artifacts").mkdir()
+        ran = subprocess.run(["sh", "-c", step], check=False, cwd=work, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "HUB_EXIT": str(hub_exit), "NBVAL_EXIT": str(nbval_exit)})
+        assert (ran.returncode == 0) == (hub_exit == nbval_exit == 0), ran
+        assert "nbval saw hub running: True" in ran.stdout, ran
+        hub_said = ran.stdout.split("run beside nbval", 1)[1]  # printed after nbval, from the hub tests' log
+        assert "hub saw nbval running: True" in hub_said and "SIGINT raises KeyboardInterrupt: True" in hub_said, ran
     check = dry_run("check")
     assert "-m ruff check" in check and "tests/test_typing.py" in check
     checked = re.findall(r"tests/(test_\w+\.py)", check)
