@@ -59,8 +59,8 @@ _GLOSSES = (
     (WORKER_ERROR, N_("Gloss of a DataLoader worker's error: the error happened in a worker process; the worker's "
                       "own error, quoted after it, is the cause.")),
     ("functions with out=... arguments don't support automatic differentiation",
-     N_("Gloss of stack()'s out= error: functions that write into out= (here the stack() that makes a batch) "
-        "cannot record autograd history, and the samples still carry a graph.")),
+     N_("Gloss of stack()'s out= error: with gradients on, functions called with out= (here the stack() that "
+        "makes a batch) don't support automatic differentiation, and one of the arguments (the samples) requires grad.")),
     ("DataLoader timed out", N_("Gloss of the DataLoader timeout: no batch came back from the workers in time (a "
                                 "worker that failed sends nothing back).")),
     ("Serialization of parametrized modules is only supported through state_dict()",
