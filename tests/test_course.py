@@ -164,7 +164,8 @@ def test_the_core_reproduces_draws_and_fixes_each_scenario(path, count, error, p
 
 
 CAPSTONE = "04_capstone_training_loop.ipynb"
-# The capstone and its Chinese twin: (the notebook, its solution heading, its check heading).
+# The capstone and its Chinese twin: (the notebook, its solution heading, its check heading). The check (a
+# function the student calls after a fix) comes before the folded solution, which calls it: True twice.
 CAPSTONES = [(NOTEBOOKS / CAPSTONE, "### Solution", "## Check"),
              *[(twin, "### 答案", "## 检查") for twin in [NOTEBOOKS / ZH / CAPSTONE] if twin.is_file()]]
 
@@ -175,7 +176,7 @@ def test_the_capstone_is_a_task_with_a_folded_solution_and_a_check(path, solutio
     crash = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "raises-exception" in tags(c))
     solution = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(solution_heading))
     check = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith(check_heading))
-    assert crash < solution < check
+    assert crash < check < solution, "the check sits before the folded solution: a student runs it without scrolling past it"
     assert cells[solution].metadata.get("jp-MarkdownHeadingCollapsed") is True, "the solution is folded"
     assert not any("gl.explain" in c.source for c in cells[crash:solution] if c.cell_type == "code"), \
         "the diagnosis is the student's, before the solution"
