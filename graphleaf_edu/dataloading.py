@@ -69,11 +69,13 @@ class TensorRows(Dataset):
 class DetachedTensorRows(TensorRows):
     """The fix for ``TensorRows``: the data leaves the graph once, when the dataset is built.
 
-    Stores ``data.detach()``: rows without ``grad_fn`` that every worker can copy and receive, on
-    ``data``'s own memory (``data`` keeps its graph). For CPU data, a ``spawn`` or ``forkserver``
-    DataLoader moves that memory into shared memory when it sends the dataset to a worker, ``data``'s
-    too (the same storage; a view's whole base). Pass ``data.detach().clone()`` if ``data`` or the rows
-    are later changed in place (the change shows in both), or to keep a view without its base's memory.
+    Stores ``data.detach()``: rows without ``grad_fn`` that every worker can copy and receive (for
+    CUDA data, ``spawn`` or ``forkserver`` workers only: CUDA cannot re-initialise in a forked
+    subprocess; expected, not run here), on ``data``'s own memory (``data`` keeps its graph). For CPU
+    data, a ``spawn`` or ``forkserver`` DataLoader moves that memory into shared memory when it sends
+    the dataset to a worker, ``data``'s too (the same storage; a view's whole base). Pass
+    ``data.detach().clone()`` if ``data`` or the rows are later changed in place (the change shows in
+    both), or to keep a view without its base's memory.
 
     Args:
         data: the rows, one per item; may be part of an autograd graph.
