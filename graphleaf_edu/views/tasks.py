@@ -98,8 +98,8 @@ def _works_but(view: ScenarioView, *, changes: bool = True, shares: bool = False
     if graph is True and measured.keeps_graph is not True:
         return say("not this one: the copy works, but {target} has no graph left to train through", target=target)
     if graph is False and measured.keeps_graph is True:
-        return say("not this one: the copy works, but {path} in the original still has a grad_fn, so the next "
-                   "copy needs this fix again", path=path)
+        return say("not this one: the copy works, but {path} in the original still has a grad_fn: the model "
+                   "itself still holds its graph", path=path)
     if rebuilds and measured.rebuilds:
         return say("not this one: the copy works, but it builds a new {target} with the constructor's arguments",
                    target=target)
