@@ -15,7 +15,10 @@ LAB_STAMP := $(LAB_VENV)/.graphleaf-installed
 STUDENT_EXTRAS := lab
 MAINTAINER_EXTRAS := dev
 PORT ?= 8888
-NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 -p no:cacheprovider
+# A kernel may take minutes to start while the hub tests start their students' servers beside nbval
+# (nbval's 60 s default timed out once on a fresh clone); the cells' own timeout stays 300 s.
+NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 300 --nbval-kernel-startup-timeout 240 \
+	-p no:cacheprovider
 NBVAL_GPU := $(subst nbval_sanitize.cfg,nbval_sanitize_gpu.cfg,$(NBVAL))
 # nbval on the CPU kernel runs NBVAL_WORKERS notebooks at a time (pytest-xdist; --dist loadfile keeps each
 # notebook's cells in order on its own kernel): a kernel runs one cell at a time, so two use both of CI's

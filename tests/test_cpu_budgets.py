@@ -118,6 +118,7 @@ def test_ci_prints_where_the_time_went_and_make_check_runs_test_files_make_test_
     (nbval_run,) = [line for line in recipe if "--nbval-kernel-name graphleaf-cpu" in line]
     assert nbval_run.split(";")[0].split()[-2:] == ["notebooks", "instructor"]
     assert " -n 2 --dist loadfile " in nbval_run
+    assert " --nbval-kernel-startup-timeout 240 " in nbval_run, "kernels start slowly beside the hub tests"
     # the hub tests (mostly waits) run beside it, under their outer timeout, and either failing fails make test
     (hub_run,) = [line for line in recipe if "tests/test_classroom.py --durations" in line]
     assert hub_run.startswith("timeout --signal=INT --kill-after=60 600 ") and " & " in hub_run
