@@ -23,7 +23,8 @@ __all__ = ["AutogradGraph", "GraphCounts", "GraphvizNotFoundError"]
 # Okabe-Ito colours (plus a neutral grey), checked under simulated colour blindness in the tests.
 _KIND_STYLE = {
     "leaf": {"shape": "box", "fillcolor": "#56B4E9"},  # sky blue
-    "grad_fn": {"shape": "ellipse", "fillcolor": "#D9D9D9"},  # grey, as torchviz's backward nodes
+    # grey, as torchviz's backward nodes: autograd's Node objects, every grad_fn and each AccumulateGrad
+    "backward": {"shape": "ellipse", "fillcolor": "#D9D9D9"},
     "non_leaf": {"shape": "hexagon", "fillcolor": "#E69F00"},  # orange
     "saved": {"shape": "note", "fillcolor": "#F0E442"},  # yellow
     "collapsed": {"shape": "box", "style": "dashed,filled", "fillcolor": "white"},
@@ -39,7 +40,7 @@ _MARK_STYLE = {
 # (shown when the picture has this kind or mark, or "always"), kind, mark, label
 _LEGEND = (
     ("always", "leaf", None, "leaf tensor\\ngrad_fn is None"),
-    ("always", "grad_fn", None, "grad_fn node\\nbackward op, incl. AccumulateGrad"),
+    ("always", "backward", None, "backward node\\na grad_fn, or AccumulateGrad"),
     ("always", "non_leaf", None, "non-leaf tensor\\nmade by the grad_fn pointing at it"),
     ("saved", "saved", None, "saved tensor\\nkept for backward()"),
     (CANNOT_COPY, "mark", CANNOT_COPY, "highlighted:\\ncannot deepcopy"),
@@ -67,27 +68,31 @@ class GraphvizNotFoundError(RuntimeError):
 
 @dataclass(frozen=True)
 class GraphCounts:
-    """How many nodes of each kind the graph has (collapsed ones included)."""
+    """How many nodes of each kind the graph has (collapsed ones included).
+
+    ``backward`` counts backward nodes (autograd's ``Node`` objects): every ``grad_fn`` and each
+    ``AccumulateGrad``, which is no tensor's ``grad_fn``.
+    """
 
     leaves: int
-    grad_fns: int
+    backward: int
     non_leaves: int
     saved: int = 0
     collapsed: int = 0
 
     @property
     def nodes(self) -> int:
-        return self.leaves + self.grad_fns + self.non_leaves + self.saved
+        return self.leaves + self.backward + self.non_leaves + self.saved
 
     def summary(self) -> str:
-        parts = [_plural(self.leaves, "leaf", "leaves"), f"{self.grad_fns} grad_fn"]
+        parts = [_plural(self.leaves, "leaf", "leaves"), f"{self.backward} backward"]
         if self.non_leaves:
             parts.append(f"{self.non_leaves} non-leaf")
         if self.saved:
             parts.append(f"{self.saved} saved")
         text = f"{_plural(self.nodes, 'node', 'nodes')}: {', '.join(parts)}"
         if self.collapsed:
-            text += f"; {self.collapsed} grad_fn collapsed in the picture"
+            text += f"; {self.collapsed} backward nodes collapsed in the picture"
         return f"AutogradGraph({text})"
 
 
@@ -100,17 +105,18 @@ class AutogradGraph:
     says how to install Graphviz; ``svg()``, ``png()`` and ``save()`` raise ``GraphvizNotFoundError``.
 
     Attributes:
-        counts: how many nodes of each kind (leaves, ``grad_fn`` nodes, non-leaf tensors, saved tensors).
+        counts: how many nodes of each kind (leaves, backward nodes: every ``grad_fn`` and each
+            ``AccumulateGrad``; non-leaf tensors; saved tensors).
         source: the DOT source of the picture.
 
     Example:
         >>> graph = gl.draw(torch.ones(3, requires_grad=True) * 2)
         >>> graph
-        AutogradGraph(4 nodes: 1 leaf, 2 grad_fn, 1 non-leaf)
+        AutogradGraph(4 nodes: 1 leaf, 2 backward, 1 non-leaf)
         >>> print(graph.outline())
         n1  non_leaf   output  (3) float32  <- n2
-        n2  grad_fn    MulBackward0  <- n3
-        n3  grad_fn    AccumulateGrad  <- n4
+        n2  backward   MulBackward0  <- n3
+        n3  backward   AccumulateGrad  <- n4
         n4  leaf       (3) float32
         >>> graph.svg().startswith("<?xml")
         True

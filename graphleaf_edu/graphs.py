@@ -40,7 +40,7 @@ __all__ = ["AutogradGraph", "GraphCounts", "GraphFreedError", "GraphvizNotFoundE
 
 GradFn = Any  # a grad_fn node (torch.autograd.graph.Node); its saved values are read by name
 
-# A straight run of more grad_fn nodes than this is drawn as its two ends and a note.
+# A straight run of more backward nodes than this is drawn as its two ends and a note.
 _LONGEST_CHAIN = 30
 _CHAIN_END = 5
 _MAX_ATTR_CHARS = 50
@@ -55,7 +55,7 @@ def draw(root: torch.Tensor | Sequence[torch.Tensor], *,
          names: Mapping[str, torch.Tensor] | torch.nn.Module | Sequence[Mapping[str, torch.Tensor] | torch.nn.Module] | None = None,
          highlight: torch.Tensor | Sequence[torch.Tensor] | None = None, show_attrs: bool = False,
          show_saved: bool = False, collapse_chains: bool = True) -> AutogradGraph:
-    """Draw the autograd graph behind ``root``: leaves, ``grad_fn`` nodes and the tensors named.
+    """Draw the autograd graph behind ``root``: leaves, backward nodes and the tensors named.
 
     Torchviz's conventions (tensor boxes labelled by shape, backward nodes named by class,
     ``AccumulateGrad`` tying each leaf in), with deterministic node ids, a colour and a shape per
@@ -70,7 +70,7 @@ def draw(root: torch.Tensor | Sequence[torch.Tensor], *,
             appear as ``[saved tensor]``, or ``[freed by backward()]`` once freed.
         show_saved: the tensors each ``grad_fn`` saved for backward, as nodes; call it before
             ``backward()`` frees them.
-        collapse_chains: a straight run of more than 30 ``grad_fn`` nodes is drawn as its two
+        collapse_chains: a straight run of more than 30 backward nodes is drawn as its two
             ends and a note (``False`` draws every node).
 
     Returns:
@@ -86,12 +86,12 @@ def draw(root: torch.Tensor | Sequence[torch.Tensor], *,
         >>> y = (x * 2).sum()
         >>> graph = gl.draw(y, names={"x": x}, highlight=[x])
         >>> graph
-        AutogradGraph(5 nodes: 1 leaf, 3 grad_fn, 1 non-leaf)
+        AutogradGraph(5 nodes: 1 leaf, 3 backward, 1 non-leaf)
         >>> print(graph.outline())
         n1  non_leaf   output  () float32  <- n2
-        n2  grad_fn    SumBackward0  <- n3
-        n3  grad_fn    MulBackward0  <- n4
-        n4  grad_fn    AccumulateGrad  <- n5
+        n2  backward   SumBackward0  <- n3
+        n3  backward   MulBackward0  <- n4
+        n4  backward   AccumulateGrad  <- n5
         n5  leaf       x  (3) float32  copy OK
     """
     roots = _tensors(root, "root")
@@ -149,7 +149,7 @@ class _Builder:
 
     def counts(self) -> GraphCounts:
         kinds = [node.kind for node in self.nodes.values()]
-        return GraphCounts(kinds.count("leaf"), kinds.count("grad_fn"), kinds.count("non_leaf"),
+        return GraphCounts(kinds.count("leaf"), kinds.count("backward"), kinds.count("non_leaf"),
                            kinds.count("saved"))
 
     def _new_id(self, obj: object) -> str:
@@ -171,7 +171,7 @@ class _Builder:
     def _fn_node(self, fn: GradFn) -> str:
         if id(fn) not in self._ids:
             label = _attrs_label(fn) if self._show_attrs else type(fn).__name__
-            self.nodes[self._new_id(fn)] = Node("grad_fn", label)
+            self.nodes[self._new_id(fn)] = Node("backward", label)
         return self._ids[id(fn)]
 
     def _walk(self, start: GradFn) -> str:
@@ -187,7 +187,9 @@ class _Builder:
 
 
 def grad_fn_walk(starts: Iterable[Any], *, walked: dict[int, Any] | None = None) -> Iterator[tuple[Any, list[Any]]]:
-    """Every ``grad_fn`` node reachable from ``starts`` (nodes; None is skipped), once, with its inputs.
+    """Every backward node reachable from ``starts`` (nodes; None is skipped), once, with its inputs.
+
+    A backward node is a ``grad_fn`` or an ``AccumulateGrad`` (no tensor's ``grad_fn``).
 
     Depth-first, inputs in ``next_functions`` order, without recursion (a chain of any length
     works). ``walked`` (``{id(node): node}``) holds the nodes already walked: they are skipped,
@@ -312,7 +314,7 @@ def _attr_text(value: object) -> str:
 
 
 def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]) -> tuple[dict[str, Node], list[Edge], int]:
-    """Replace the middle of each straight run of over ``_LONGEST_CHAIN`` grad_fns by a note."""
+    """Replace the middle of each straight run of over ``_LONGEST_CHAIN`` backward nodes by a note."""
     into, out_of = defaultdict(list), defaultdict(list)
     for edge in edges:
         out_of[edge.tail].append(edge.head)
@@ -320,7 +322,7 @@ def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]) -> tuple[dict[st
 
     def in_line(node_id: str) -> bool:
         node = nodes[node_id]
-        return (node.kind == "grad_fn" and node.mark is None
+        return (node.kind == "backward" and node.mark is None
                 and len(into[node_id]) == 1 and len(out_of[node_id]) == 1)
 
     note_for: dict[str, str] = {}
@@ -335,7 +337,7 @@ def _collapse_chains(nodes: dict[str, Node], edges: list[Edge]) -> tuple[dict[st
             middle = run[_CHAIN_END:-_CHAIN_END]
             note_id = f"chain{len(notes) + 1}"
             notes[note_id] = Node(
-                "collapsed", f"... {len(middle)} more grad_fn nodes in a straight line ..."
+                "collapsed", f"... {len(middle)} more backward nodes in a straight line ..."
                 f"{BR}(collapsed to keep the picture readable)")
             note_for.update(dict.fromkeys(middle, note_id))
     if not notes:

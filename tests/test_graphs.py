@@ -31,7 +31,7 @@ from graphleaf_edu.graphs import (
     leaves_behind,
 )
 
-SHAPE_KIND = {"box": "leaf", "ellipse": "grad_fn", "hexagon": "non_leaf", "note": "saved"}
+SHAPE_KIND = {"box": "leaf", "ellipse": "backward", "hexagon": "non_leaf", "note": "saved"}
 _NODE = re.compile(r"^\t+(\w+) \[(.*)\]$")
 _EDGE = re.compile(r"^\t+(\w+) -> (\w+)(?: \[(.*)\])?$")
 _ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^ ]+)')
@@ -85,16 +85,16 @@ def x():
 
 def test_a_leaf_alone_is_one_leaf_node(x):
     graph = draw(x, names={"x": x})
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=0, non_leaves=0)
-    assert repr(graph) == "AutogradGraph(1 node: 1 leaf, 0 grad_fn)"
+    assert graph.counts == GraphCounts(leaves=1, backward=0, non_leaves=0)
+    assert repr(graph) == "AutogradGraph(1 node: 1 leaf, 0 backward)"
     assert labels_of(graph, "leaf") == ["x | (3) float32"]
 
 
 def test_x_times_2_is_non_leaf_because_of_mul(x):
     y = x * 2
     graph = draw(y, names={"x": x, "y": y})
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=2, non_leaves=1)
-    assert repr(graph) == "AutogradGraph(4 nodes: 1 leaf, 2 grad_fn, 1 non-leaf)"
+    assert graph.counts == GraphCounts(leaves=1, backward=2, non_leaves=1)
+    assert repr(graph) == "AutogradGraph(4 nodes: 1 leaf, 2 backward, 1 non-leaf)"
     assert edges_between(graph) == {
         ("x | (3) float32", "AccumulateGrad"),
         ("AccumulateGrad", "MulBackward0"),
@@ -107,8 +107,8 @@ def test_two_leaves_multiplied_and_a_named_tensor_outside_the_graph():
     a, b = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
     product = a * b
     graph = draw(product, names={"a": a, "b": b})
-    assert repr(graph) == "AutogradGraph(6 nodes: 2 leaves, 3 grad_fn, 1 non-leaf)"
-    assert labels_of(graph, "grad_fn") == ["AccumulateGrad", "AccumulateGrad", "MulBackward0"]
+    assert repr(graph) == "AutogradGraph(6 nodes: 2 leaves, 3 backward, 1 non-leaf)"
+    assert labels_of(graph, "backward") == ["AccumulateGrad", "AccumulateGrad", "MulBackward0"]
     with_unused = draw(product, names={"a": a, "b": b, "unused": torch.zeros(1)})
     assert labels_of(with_unused, "leaf") == [
         "a | (2) float32", "b | (2) float32", "unused | (1) float32"]
@@ -120,7 +120,7 @@ def test_linear_layer_with_named_parameters():
     out = layer(torch.randn(3, 4))
     graph = draw(out, names=[layer, {"out": out}])
     assert labels_of(graph, "leaf") == ["bias | (2) float32", "weight | (2, 4) float32"]
-    assert labels_of(graph, "grad_fn") == sorted(
+    assert labels_of(graph, "backward") == sorted(
         ["AddmmBackward0", "TBackward0", "AccumulateGrad", "AccumulateGrad"])
     assert labels_of(graph, "non_leaf") == ["out | (3, 2) float32"]
     assert ("weight | (2, 4) float32", "AccumulateGrad") in edges_between(graph)
@@ -141,15 +141,27 @@ def test_a_detached_copy_is_an_isolated_leaf(x):
     assert copy_attrs["kind"] == "leaf"
     _, _, edges = parse(graph.source)
     assert all(copy_id not in (tail, head) for tail, head, _ in edges)
-    assert graph.counts == GraphCounts(leaves=2, grad_fns=2, non_leaves=1)
+    assert graph.counts == GraphCounts(leaves=2, backward=2, non_leaves=1)
 
 
 def test_multiple_roots_share_one_graph(x):
     doubled, shifted = x * 2, x + 1
     graph = draw((doubled, shifted))
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=3, non_leaves=2)
+    assert graph.counts == GraphCounts(leaves=1, backward=3, non_leaves=2)
     assert labels_of(graph, "non_leaf") == ["output[0] | (3) float32", "output[1] | (3) float32"]
-    assert labels_of(graph, "grad_fn") == ["AccumulateGrad", "AddBackward0", "MulBackward0"]
+    assert labels_of(graph, "backward") == ["AccumulateGrad", "AddBackward0", "MulBackward0"]
+
+
+def test_accumulate_grad_is_counted_as_a_backward_node_not_a_grad_fn(x):
+    # AccumulateGrad is no tensor's grad_fn (lesson 00): the words the user reads must not call it one.
+    graph = draw((x * 2).sum(), names={"x": x})
+    assert repr(graph) == "AutogradGraph(5 nodes: 1 leaf, 3 backward, 1 non-leaf)"
+    assert "grad_fn" not in repr(graph)
+    kinds = {line.split()[2]: line.split()[1] for line in graph.outline().splitlines() if len(line.split()) > 2}
+    assert kinds["AccumulateGrad"] == kinds["MulBackward0"] == kinds["SumBackward0"] == "backward"
+    assert "grad_fn" not in graph.outline()
+    _, legend, _ = parse(graph.source)
+    assert next(a["label"] for a in legend.values() if a["kind"] == "backward").startswith("backward node")
 
 
 def test_a_named_intermediate_hangs_off_its_grad_fn(x):
@@ -159,7 +171,7 @@ def test_a_named_intermediate_hangs_off_its_grad_fn(x):
     assert ("MulBackward0", "y | (3) float32") in edges_between(graph)
     assert ("MulBackward0", "ExpBackward0") in edges_between(graph)
     assert ("SumBackward0", "output | () float32") in edges_between(graph)
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=4, non_leaves=2)
+    assert graph.counts == GraphCounts(leaves=1, backward=4, non_leaves=2)
 
 
 def test_outline_lists_every_drawn_node_with_its_inputs(x):
@@ -167,7 +179,7 @@ def test_outline_lists_every_drawn_node_with_its_inputs(x):
     lines = graph.outline().splitlines()
     nodes, _, _ = parse(graph.source)
     assert len(lines) == len(nodes)
-    assert any(re.fullmatch(r"n\d+  grad_fn    MulBackward0  <- n\d+", line) for line in lines)
+    assert any(re.fullmatch(r"n\d+  backward   MulBackward0  <- n\d+", line) for line in lines)
     assert any("leaf       x  (3) float32" in line for line in lines)
 
 
@@ -230,14 +242,14 @@ def test_legend_shows_the_kinds_with_the_graph_s_own_styles(x):
     graph = draw(x * 2, names={"x": x})
     nodes, legend, _ = parse(graph.source)
     assert "subgraph cluster_legend" in graph.source
-    assert [a["kind"] for a in legend.values()] == ["leaf", "grad_fn", "non_leaf"]
+    assert [a["kind"] for a in legend.values()] == ["leaf", "backward", "non_leaf"]
     for attrs in nodes.values():
         twin = next(a for a in legend.values() if a["kind"] == attrs["kind"])
         assert attrs["fillcolor"] == twin["fillcolor"]
     assert not any("highlighted" in a["label"] or a["kind"] == "saved" for a in legend.values())
 
 
-def test_grad_fn_nodes_of_the_legend_are_not_counted(x):
+def test_backward_nodes_of_the_legend_are_not_counted(x):
     graph = draw(x * 2)
     nodes, legend, _ = parse(graph.source)
     assert len(nodes) == graph.counts.nodes and len(legend) == 3
@@ -320,7 +332,7 @@ def _palette_graph() -> AutogradGraph:
 def test_kinds_stay_distinguishable_under_colour_blindness():
     _, legend, _ = parse(_palette_graph().source)
     fills = {a["kind"]: a["fillcolor"] for a in legend.values() if "highlighted" not in a["label"]}
-    assert sorted(fills) == ["grad_fn", "leaf", "non_leaf", "saved"]
+    assert sorted(fills) == ["backward", "leaf", "non_leaf", "saved"]
     assert len({a["shape"] for a in legend.values() if "highlighted" not in a["label"]}) == 4
     borders = [a["color"] for a in legend.values() if "highlighted" in a["label"]]
     for vision, matrix in CVD.items():
@@ -355,7 +367,7 @@ def test_show_saved_draws_saved_tensors_with_dashed_edges(x):
 
 def test_a_saved_leaf_is_the_leaf_node_itself(x):
     graph = draw(x * x, names={"x": x}, show_saved=True)
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=2, non_leaves=1, saved=0)
+    assert graph.counts == GraphCounts(leaves=1, backward=2, non_leaves=1, saved=0)
     leaf_id, _ = node_with(graph, "x |")
     _, _, edges = parse(graph.source)
     assert sum(1 for _, head, attrs in edges if head == leaf_id and attrs.get("dir") == "none") == 2
@@ -367,7 +379,7 @@ def test_show_saved_after_backward_says_what_to_do(x):
     with pytest.raises(GraphFreedError, match=r"before backward\(\).*retain_graph=True") as caught:
         draw(y, show_saved=True)
     assert isinstance(caught.value, RuntimeError)
-    assert draw(y).counts.grad_fns == 3  # the structure survives backward()
+    assert draw(y).counts.backward == 3  # the structure survives backward()
 
 
 def test_show_saved_after_backward_with_retain_graph_works(x):
@@ -392,7 +404,7 @@ def test_custom_function_saved_tensors(x):
     graph = draw(_Cube.apply(x + 1), show_saved=True)  # AddBackward0 saves nothing
     assert graph.counts.saved == 1
     assert labels_of(graph, "saved") == ["saved_tensors[0] | (3) float32"]
-    assert "_CubeBackward" in labels_of(graph, "grad_fn")
+    assert "_CubeBackward" in labels_of(graph, "backward")
 
 
 def test_show_attrs_lists_saved_arguments_before_and_after_backward(x):
@@ -406,7 +418,7 @@ def test_show_attrs_lists_saved_arguments_before_and_after_backward(x):
     _, after = node_with(draw(y, show_attrs=True), "ExpBackward0")
     assert "result: [saved tensor]\\l" in before["label"]
     assert "result: [freed by backward()]\\l" in after["label"]
-    assert labels_of(draw(y), "grad_fn") == ["AccumulateGrad", "ExpBackward0", "SumBackward0"]
+    assert labels_of(draw(y), "backward") == ["AccumulateGrad", "ExpBackward0", "SumBackward0"]
 
 
 # --- large graphs -----------------------------------------------------------------------------
@@ -423,11 +435,11 @@ def _chain(length: int) -> tuple[torch.Tensor, torch.Tensor]:
 def test_a_5000_op_chain_draws_collapsed_without_recursion():
     x, out = _chain(5000)
     graph = draw(out, names={"x": x})
-    assert graph.counts == GraphCounts(leaves=1, grad_fns=5001, non_leaves=1, collapsed=4991)
-    assert repr(graph).endswith("; 4991 grad_fn collapsed in the picture)")
-    assert "4991 more grad_fn nodes in a straight line" in graph.source
+    assert graph.counts == GraphCounts(leaves=1, backward=5001, non_leaves=1, collapsed=4991)
+    assert repr(graph).endswith("; 4991 backward nodes collapsed in the picture)")
+    assert "4991 more backward nodes in a straight line" in graph.source
     nodes, _, edges = parse(graph.source)
-    assert len(nodes) == 13  # x, the note, 5 grad_fn each side (AccumulateGrad is one), output
+    assert len(nodes) == 13  # x, the note, 5 backward nodes each side (AccumulateGrad is one), output
     assert len(edges) == len(nodes) - 1
     assert graph.svg().count('class="node"') == len(nodes) + 3  # plus three legend nodes
 
@@ -437,7 +449,7 @@ def test_chains_collapse_only_past_thirty_nodes(length, collapsed):
     _, out = _chain(length)
     graph = draw(out)
     assert graph.counts.collapsed == collapsed
-    assert len(labels_of(graph, "grad_fn")) == length + 1 - collapsed
+    assert len(labels_of(graph, "backward")) == length + 1 - collapsed
 
 
 # --- rendering, display, determinism ----------------------------------------------------------
@@ -449,7 +461,7 @@ def test_mime_bundle_offers_svg_png_and_a_stable_summary(x):
     assert set(bundle) == {"image/svg+xml", "image/png", "text/plain"}
     assert "<svg" in bundle["image/svg+xml"] and "MulBackward0" in bundle["image/svg+xml"]
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
-    assert bundle["text/plain"] == "AutogradGraph(4 nodes: 1 leaf, 2 grad_fn, 1 non-leaf)"
+    assert bundle["text/plain"] == "AutogradGraph(4 nodes: 1 leaf, 2 backward, 1 non-leaf)"
     assert graph.png() is graph.png()  # rendered once
 
 
@@ -621,7 +633,7 @@ def test_counts_match_an_independent_walk(leaf_count, program):
     graph = draw(tuple(roots))
     fns, leaves = _reachable(roots)
     root_leaves = {id(r) for r in roots if r.grad_fn is None}
-    assert graph.counts.grad_fns == len(fns)
+    assert graph.counts.backward == len(fns)
     assert graph.counts.leaves == len(leaves | root_leaves)
     assert graph.counts.non_leaves == len({id(r) for r in roots if r.grad_fn is not None})
     nodes, _, edges = parse(graph.source)
