@@ -42,6 +42,15 @@ def test_the_loader_tasks_want_fresh_interpreter_workers_that_deliver():
     assert not views.TASKS["spawn workers"].done(plain), "no worker process at all"
 
 
+def test_the_playground_says_why_detached_inputs_do_not_count():
+    """Detaching the inputs gives a leaf of the same values, but a new computation: the task says so."""
+    task = views.TASKS["copyable affine"]
+    solved, reason = task.check(views.playground_view("w.detach() @ x.detach() + b.detach()"))
+    assert not solved and "does not start from w @ x + b" in reason and "detaching the inputs" in reason
+    assert task.check(views.playground_view("w @ x + b")) == (False, None)
+    assert task.check(views.playground_view("(w @ x + b).detach()"))[0]
+
+
 def test_an_explorer_takes_a_task_and_a_scenario_by_name():
     explorer = widgets.scenario_explorer("model_cache", task="fix at the source")
     assert explorer.scenario.value is SCENARIOS["model_cache"]

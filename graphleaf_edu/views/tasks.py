@@ -44,6 +44,15 @@ def copyable_affine(view: PlaygroundView) -> bool:
     return view.ok and view.info is not None and "w @ x + b" in view.expression and view.info.deepcopy_ok
 
 
+def _copies_but_not_from_the_affine(view: PlaygroundView) -> str | None:
+    """Why a copyable result that does not start from ``w @ x + b`` (``w.detach() @ x.detach() + b.detach()``)
+    is not the answer: it computes a new result from detached inputs; the task wants ``w @ x + b``'s own."""
+    if not (view.ok and view.info is not None and view.info.deepcopy_ok) or "w @ x + b" in view.expression:
+        return None
+    return say("not this one: it copies, but it does not start from w @ x + b: detaching the inputs computes a "
+               "new result, not the output of w @ x + b made copyable")
+
+
 def independent_snapshot(view: ScenarioView) -> bool:
     """The copy was made, and it keeps its numbers in memory of its own."""
     measured = _measured(view.scenario, view.fix)
@@ -115,7 +124,7 @@ def no_fix_changes_the_original(view: FixComparison) -> bool:
 TASKS: dict[str, Task] = {
     "copyable affine": Task(N_("Type an expression that starts from w @ x + b, has the same values, and gives a "
                                "tensor copy.deepcopy accepts."), copyable_affine,
-                            solved=N_("Solved: a tensor without a grad_fn.")),
+                            solved=N_("Solved: a tensor without a grad_fn."), why_not=_copies_but_not_from_the_affine),
     "independent snapshot": Task(N_("Find a fix whose copy works and shares no memory with y."), independent_snapshot,
                                  solved=N_("Solved: an independent snapshot."),
                                  why_not=lambda view: _works_but(view, changes=False, shares=True)),

@@ -59,8 +59,7 @@ SCENARIO = Scenario(
             N_("no copy at all: shares output's memory (writing to one changes the other); outside the graph; "
                "output keeps its graph")),
         Fix("no_grad", N_("compute it under torch.no_grad()"), deepcopy_output,
-            N_("no graph is recorded, so output cannot be backpropagated; cheap when no gradient is needed "
-               "(torch.inference_mode() is cheaper still)"),
+            N_("no graph is recorded, so output cannot be backpropagated; cheap when no gradient is needed"),
             setup=setup_under_no_grad),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_output, SAFE_DEEPCOPY_COST),
     ),
