@@ -361,7 +361,7 @@ def solve_with_model(scenario: str):
 TASKS = {
     "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach"))],
-    "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_at_source"))],
+    "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("safe_deepcopy"))],
     "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn)],
     "deep_dives/leaves_and_grad_fn.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "deep_dives/intermediate_tensor.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],

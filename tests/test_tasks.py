@@ -11,6 +11,7 @@ SOLVED_BY = [
     ("model_cache", "fix at the source", ["detach_at_source"]),
     ("forward_hook", "fix at the source", ["detach_at_source"]),
     ("model_cache", "copy without changing anything", ["custom_deepcopy", "getstate", "safe_deepcopy"]),
+    ("model_cache", "a class you cannot edit", ["safe_deepcopy"]),
 ]
 
 
@@ -63,7 +64,7 @@ def test_an_explorer_takes_a_task_and_a_scenario_by_name():
 
 
 def test_an_unknown_task_or_scenario_name_lists_the_names():
-    with pytest.raises(KeyError, match=r"no task named 'snapshot'; the tasks are \['copy and keep training'"):
+    with pytest.raises(KeyError, match=r"no task named 'snapshot'; the tasks are \['a class you cannot edit', 'copy and keep training'"):
         widgets.dataloader_lab(task="snapshot")
     with pytest.raises(KeyError, match=r"no scenario 'cache'; the scenarios are \["):
         widgets.scenario_explorer("cache")
@@ -76,6 +77,11 @@ WHY_NOT = [
     ("model_cache", "fix at the source", "clear_cache", "it changes the original model"),
     ("intermediate_tensor", "independent snapshot", "detach", "it shares y's memory"),
     ("model_cache", "copy without changing anything", "state_dict", "with the constructor's arguments"),
+    ("model_cache", "a class you cannot edit", "detach_at_source", "edits the class: model is a CachedDetached"),
+    ("model_cache", "a class you cannot edit", "custom_deepcopy", "edits the class: model is a CachedWithDeepcopy"),
+    ("model_cache", "a class you cannot edit", "getstate", "edits the class: model is a CachedWithGetstate"),
+    ("model_cache", "a class you cannot edit", "state_dict", "copied.cache is None: the copy lost its values"),
+    ("model_cache", "a class you cannot edit", "clear_cache", "it changes the original model"),
 ]
 
 

@@ -10,9 +10,13 @@ explorer's current view and measures what the run really did (``measure_fix``), 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+
+import torch
 
 from graphleaf_edu.i18n import N_, say
-from graphleaf_edu.scenarios import Scenario
+from graphleaf_edu.paths import resolve
+from graphleaf_edu.scenarios import NONE, Scenario
 from graphleaf_edu.scenarios.measure import FixMeasurement, measure_fix
 from graphleaf_edu.views.common import (
     Task,
@@ -37,6 +41,42 @@ def _measured(scenario: Scenario, fix: str) -> FixMeasurement:
 
 
 cached(_measured.cache_clear)
+
+
+@dataclass(frozen=True)
+class _CopiedCulprit:
+    """What a fix's run did to the class, and what its copy holds where the original held the culprit."""
+
+    class_name: str  # the original's class after the fix
+    unfixed_class_name: str  # the class the scenario builds without a fix
+    copy_holds: str  # "values": the culprit's values; else what the copy holds there ("None", a type name)
+
+
+@functools.lru_cache(maxsize=32)
+def _copied_culprit(scenario: Scenario, fix: str) -> _CopiedCulprit:
+    """One run per scenario and fix, measured on its objects (seeded, the notebook's random numbers kept)."""
+    with keeping_random_state():
+        unfixed = scenario.namespace(NONE)[scenario.target]
+        outcome = scenario.run(fix)
+    holds = "-"
+    if outcome.ok:
+        original, copied = _at(outcome.original, scenario.culprit), _at(outcome.copied, scenario.culprit)
+        if (isinstance(copied, torch.Tensor) and isinstance(original, torch.Tensor)
+                and copied.shape == original.shape and torch.equal(copied.detach().cpu(), original.detach().cpu())):
+            holds = "values"
+        else:
+            holds = "None" if copied is None else type(copied).__name__
+    return _CopiedCulprit(type(outcome.original).__name__, type(unfixed).__name__, holds)
+
+
+cached(_copied_culprit.cache_clear)
+
+
+def _at(root: object, path: str) -> object:
+    try:
+        return resolve(root, path)
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
 
 
 def copyable_affine(view: PlaygroundView) -> bool:
@@ -77,6 +117,28 @@ def copies_without_constructor_or_change(view: ScenarioView) -> bool:
     measured = _measured(view.scenario, view.fix)
     return (measured.works and measured.original_changed == "no" and measured.keeps_graph is True
             and not measured.rebuilds)
+
+
+def copies_the_cache_class_unedited(view: ScenarioView) -> bool:
+    """The copy works and holds the culprit's values; the original is unchanged and of the class the scenario
+    builds without a fix (the class was not edited)."""
+    measured, copied = _measured(view.scenario, view.fix), _copied_culprit(view.scenario, view.fix)
+    return (measured.works and measured.original_changed == "no" and copied.class_name == copied.unfixed_class_name
+            and copied.copy_holds == "values")
+
+
+def _why_not_class_unedited(view: ScenarioView) -> str | None:
+    """The original changed, the class was edited, or the copy lost the culprit's values: the first that holds."""
+    if (reason := _works_but(view)) is not None or not _measured(view.scenario, view.fix).works:
+        return reason
+    copied = _copied_culprit(view.scenario, view.fix)
+    if copied.class_name != copied.unfixed_class_name:
+        return say("not this one: the copy works, but the fix edits the class: {target} is a {fixed}, not a {unfixed}",
+                   target=view.scenario.target, fixed=copied.class_name, unfixed=copied.unfixed_class_name)
+    if copied.copy_holds != "values":
+        return say("not this one: the copy works, but copied{path} is {value}: the copy lost its values",
+                   path=view.scenario.culprit, value=copied.copy_holds)
+    return None
 
 
 def spawn_workers_deliver(view: LoaderView) -> bool:
@@ -137,6 +199,12 @@ TASKS: dict[str, Task] = {
                                  "copy works, without the copy changing the model."), fixed_at_the_source,
                               solved=N_("Solved: fixed where the tensor is stored."),
                               why_not=lambda view: _works_but(view, graph=False)),
+    "a class you cannot edit": Task(N_("Cached comes from a library, so you cannot edit its class. Copy the model so "
+                                       "that copied.cache holds the cache's values, leaving the original model "
+                                       "exactly as it was."), copies_the_cache_class_unedited,
+                                    solved=N_("Solved: the copy holds the cache's values; the class and the model "
+                                              "are as they were."),
+                                    why_not=_why_not_class_unedited),
     "copy without changing anything": Task(N_("Copy the model without its constructor, leaving the original "
                                               "exactly as it was."), copies_without_constructor_or_change,
                                            solved=N_("Solved: a copy that changes nothing."),

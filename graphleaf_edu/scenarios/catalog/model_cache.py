@@ -97,12 +97,11 @@ SCENARIO = Scenario(
             N_("more code in the class; the copy starts with an empty cache; the original is untouched"),
             setup=setup_with_deepcopy),
         Fix("getstate", N_("a __getstate__ that drops the cache"), deepcopy_model,
-            N_("two lines; also changes pickling (torch.save of the whole model drops the cache too)"),
+            N_("two lines in the class; the copy starts with an empty cache; the original is untouched"),
             setup=setup_with_getstate),
         Fix("state_dict", N_("load the state_dict into a fresh instance"), load_state_dict_into_a_new_model,
-            N_("needs the constructor's arguments (4, 3); the new model gets only what state_dict() holds: the "
-               "parameters and buffers, copied without a graph (not a buffer registered with persistent=False), "
-               "and get_extra_state()'s value where the class defines one; no other attribute, so no cache")),
+            N_("needs the constructor's arguments (4, 3); the new model gets only what state_dict() holds, so no "
+               "cache")),
         Fix("clear_cache", N_("set model.cache = None, then deepcopy"), clear_cache_then_deepcopy,
             N_("mutates the original: its cache is gone"), mutates_original=True),
         Fix("safe_deepcopy", "graphleaf_edu.safe_deepcopy", safe_deepcopy_model, SAFE_DEEPCOPY_COST),
