@@ -11,6 +11,7 @@ solution.
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -105,11 +106,15 @@ class _Explorer(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type
 class ScenarioExplorer(_Explorer):
     """Pick a scenario and a fix, press deepcopy; after the first press every change re-runs at once."""
 
-    def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | str | None = None):
+    def __init__(self, scenario: Scenario, fix: str = NONE, task: Task | str | None = None,
+                 fixes: Sequence[str] | None = None):
         require_scenario(scenario)
+        # The fixes offered for the first scenario (every one where None); another scenario offers all of its own.
+        self._offered = {scenario.key: _offered_fixes(scenario, fixes, fix)} if fixes is not None else {}
         self.scenario = widgets.Dropdown(options=[(say(s.title), s) for s in SCENARIOS.values()], value=scenario,
                                          description=say("scenario"), layout=widgets.Layout(width=_WIDE))
-        self.fix = widgets.Dropdown(options=_fix_options(scenario), value=scenario.fix(fix).key, description=say("fix"),
+        self.fix = widgets.Dropdown(options=_fix_options(scenario, self._offered.get(scenario.key)),
+                                    value=scenario.fix(fix).key, description=say("fix"),
                                     layout=widgets.Layout(width=_WIDE))
         self.deepcopy = widgets.Button(description="deepcopy", button_style="primary", icon="copy")
         self.code = _html("graphleaf-scenario-code")
@@ -128,7 +133,7 @@ class ScenarioExplorer(_Explorer):
     def _on_scenario(self, change: Change) -> None:
         self._switching = True
         try:
-            self.fix.options = _fix_options(change["new"])
+            self.fix.options = _fix_options(change["new"], self._offered.get(change["new"].key))
             self.fix.value = NONE
         finally:
             self._switching = False
@@ -157,8 +162,15 @@ class ScenarioExplorer(_Explorer):
         self._show_task(view)
 
 
-def _fix_options(scenario: Scenario) -> list[tuple[str, str]]:
-    return [(f"{fix.key}: {say(fix.title)}", fix.key) for fix in scenario.fixes]
+def _fix_options(scenario: Scenario, offered: frozenset[str] | None = None) -> list[tuple[str, str]]:
+    return [(f"{fix.key}: {say(fix.title)}", fix.key) for fix in scenario.fixes if offered is None or fix.key in offered]
+
+
+def _offered_fixes(scenario: Scenario, fixes: Sequence[str], fix: str) -> frozenset[str]:
+    """The keys ``fixes`` names (each checked: an unknown one raises the scenario's KeyError), with the
+    no-fix run and the fix chosen first always among them."""
+    keys = [fixes] if isinstance(fixes, str) else fixes
+    return frozenset({NONE, scenario.fix(fix).key, *(scenario.fix(key).key for key in keys)})
 
 
 class LeafPlayground(_Explorer):
@@ -283,7 +295,7 @@ class FixComparisonExplorer(_Explorer):
 
 
 def scenario_explorer(scenario: Scenario | str = SCENARIOS["intermediate_tensor"], fix: str = NONE,
-                      task: Task | str | None = None) -> ScenarioExplorer:
+                      task: Task | str | None = None, fixes: Sequence[str] | None = None) -> ScenarioExplorer:
     """A scenario and fix picker with a "deepcopy" button: the code, the result and the graph.
 
     Args:
@@ -291,6 +303,8 @@ def scenario_explorer(scenario: Scenario | str = SCENARIOS["intermediate_tensor"
         fix: the key of the fix chosen first.
         task: something to do, shown on top with a "solved" sign once done: a ``graphleaf_edu.views.Task``
             or the name of one in ``graphleaf_edu.views.TASKS``.
+        fixes: the keys of the fixes offered for ``scenario`` (with ``"none"`` and ``fix``, in the catalog's
+            order); ``None``, the default, offers every one. Another scenario picked offers all of its own.
 
     Returns:
         The explorer, an ``ipywidgets.VBox``: display it in Jupyter.
@@ -311,7 +325,7 @@ def scenario_explorer(scenario: Scenario | str = SCENARIOS["intermediate_tensor"
             raise KeyError(say("no scenario {scenario!r}; the scenarios are {scenarios}", scenario=scenario,
                                scenarios=sorted(SCENARIOS)))
         scenario = SCENARIOS[scenario]
-    return ScenarioExplorer(scenario, fix, task)
+    return ScenarioExplorer(scenario, fix, task, fixes)
 
 
 def leaf_playground(expression: str = "x * 2", task: Task | str | None = None) -> LeafPlayground:

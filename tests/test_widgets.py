@@ -31,6 +31,18 @@ def test_scenario_explorer_runs_on_deepcopy_then_redraws_on_every_change():
     assert "weight_norm(nn.Linear(4, 3))" in explorer.code.value and "graph leaves" in explorer.result.value
 
 
+def test_scenario_explorer_offers_the_fixes_a_lesson_names_for_its_first_scenario_only():
+    explorer = widgets.scenario_explorer("model_cache", "state_dict", fixes=["safe_deepcopy", "state_dict"])
+    assert [key for _, key in explorer.fix.options] == ["none", "state_dict", "safe_deepcopy"]  # the catalog's order
+    explorer.scenario.value = SCENARIOS["old_weight_norm"]
+    assert [key for _, key in explorer.fix.options] == SCENARIOS["old_weight_norm"].fix_keys()
+    explorer.scenario.value = SCENARIOS["model_cache"]
+    assert [key for _, key in explorer.fix.options] == ["none", "state_dict", "safe_deepcopy"]
+    assert len(widgets.scenario_explorer("model_cache").fix.options) == len(SCENARIOS["model_cache"].fixes)
+    with pytest.raises(KeyError, match="has no fix 'detach'; choose one of"):
+        widgets.scenario_explorer("model_cache", fixes=["detach"])
+
+
 def test_scenario_explorer_escapes_code():
     explorer = widgets.scenario_explorer(SCENARIOS["ema_copy"])
     assert "self.stats[&quot;mean&quot;]" in explorer.code.value
