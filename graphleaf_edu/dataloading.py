@@ -256,12 +256,13 @@ def run_loader(
     )
 
 
-def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
+def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False, deepcopy_column: bool = True) -> str:
     """A table with one row per DataLoader run: its configuration and its result (deterministic).
 
     Args:
         outcomes: what ``run_loader`` returned, one per row.
         html: an HTML table, whose long error messages wrap inside their cells, instead of plain text.
+        deepcopy_column: show the "deepcopy in __getitem__" column (a lab that does not offer it hides it).
 
     Returns:
         The table as text (``""`` for no outcomes).
@@ -280,7 +281,7 @@ def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False) -> str:
     rows = [outcome.row() for outcome in outcomes]
     if not rows:
         return ""
-    headers = list(rows[0])
+    headers = [h for h in rows[0] if deepcopy_column or h != say("deepcopy in __getitem__")]
     body = [[row[h] for h in headers] for row in rows]
     return html_table(headers, body) if html else text_table(headers, body)
 

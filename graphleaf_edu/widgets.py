@@ -212,9 +212,10 @@ class LeafPlayground(_Explorer):
 class DataLoaderLab(_Explorer):
     """Choose a DataLoader configuration, run it for real, and keep every outcome in a table."""
 
-    def __init__(self, task: Task | str | None = None, data: torch.Tensor | None = None):
+    def __init__(self, task: Task | str | None = None, data: torch.Tensor | None = None, offer_deepcopy: bool = True):
         require_rows(data)
         self.data = data  # the rows each run loads (None: run_loader's own x * 2)
+        self.offer_deepcopy = offer_deepcopy  # False: no "deepcopy in __getitem__" checkbox or column
         methods = multiprocessing.get_all_start_methods()  # the platform's default first
         label = {"style": {"description_width": "initial"}}
         self.start_method = widgets.Dropdown(options=methods, value=methods[0], description=say("start method"),
@@ -238,7 +239,8 @@ class DataLoaderLab(_Explorer):
         self.clear.on_click(self._on_clear)
         super().__init__([
             widgets.HBox([self.start_method, self.num_workers, self.batch_size]),
-            widgets.HBox([self.deepcopy_in_getitem, self.detach_at_construction]),
+            widgets.HBox([self.deepcopy_in_getitem, self.detach_at_construction] if offer_deepcopy
+                         else [self.detach_at_construction]),
             widgets.HBox([self.run, self.clear]), self.status, self.table,
         ], "graphleaf-dataloader-lab", task)
 
@@ -263,7 +265,7 @@ class DataLoaderLab(_Explorer):
                    if outcome.worker_stderr else "")
         latest = say("latest: {summary}", summary=outcome.summary())
         self.status.value = f"{_pre(latest)}<small>{outcome.elapsed_s:.1f} s</small>{details}"
-        self.table.value = self.view.html_table()
+        self.table.value = self.view.html_table(deepcopy_column=self.offer_deepcopy)
         self._show_task(self.view)
 
     def _on_clear(self, _button: widgets.Button) -> None:
@@ -349,7 +351,8 @@ def leaf_playground(expression: str = "x * 2", task: Task | str | None = None) -
     return LeafPlayground(expression, task)
 
 
-def dataloader_lab(data: torch.Tensor | None = None, task: Task | str | None = None) -> DataLoaderLab:
+def dataloader_lab(data: torch.Tensor | None = None, task: Task | str | None = None, *,
+                   offer_deepcopy: bool = True) -> DataLoaderLab:
     """Start method x workers x deepcopy in __getitem__ x detach at construction, run for real.
 
     Each run is ``run_loader`` with the chosen options: real worker processes, with a timeout.
@@ -358,6 +361,8 @@ def dataloader_lab(data: torch.Tensor | None = None, task: Task | str | None = N
         data: the rows each run loads, one per item, on the CPU (e.g. the features a lesson computed);
             by default ``run_loader``'s own 8 rows of ``x * 2``.
         task: something to do, shown on top with a "solved" sign once done (a ``Task`` or a name in ``TASKS``).
+        offer_deepcopy: show the "deepcopy in __getitem__" checkbox and column; ``False`` leaves it off,
+            for a lesson that does not teach it.
 
     Returns:
         The lab, an ``ipywidgets.VBox``: display it in Jupyter.
@@ -369,10 +374,10 @@ def dataloader_lab(data: torch.Tensor | None = None, task: Task | str | None = N
         >>> gl.dataloader_lab()
         DataLoaderLab: an interactive explorer; run this cell in Jupyter to use it
         >>> features = torch.nn.Linear(4, 4)(torch.randn(8, 4))
-        >>> gl.dataloader_lab(features, task="spawn workers").data is features
+        >>> gl.dataloader_lab(features, task="a failure that only times out", offer_deepcopy=False).data is features
         True
     """
-    return DataLoaderLab(task, data)
+    return DataLoaderLab(task, data, offer_deepcopy)
 
 
 def fix_comparison(scenario: Scenario = SCENARIOS["model_cache"], measure: Measure = fix_summary,

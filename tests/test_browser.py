@@ -335,6 +335,13 @@ def solve_spawn(page, explorer, lang) -> None:
     explorer.get_by_role("button", name=said(lang, "run DataLoader")).click()
 
 
+def solve_only_times_out(page, explorer, lang) -> None:
+    # A fork worker, rows unstacked (batch_size=None), the dataset not detached: the lab's 10-s timeout.
+    explorer.locator("select").first.select_option("fork")
+    explorer.locator("select").nth(2).select_option(label="None")
+    explorer.get_by_role("button", name=said(lang, "run DataLoader")).click()
+
+
 def solve_spawn_with_deepcopy(page, explorer, lang) -> None:
     # The lab starts with "deepcopy in __getitem__" off, as lesson 03's dataset does; this task wants it on.
     explorer.locator("label", has_text=said(lang, "deepcopy in __getitem__")).locator("input").check()
@@ -362,7 +369,7 @@ TASKS = {
     "00_start_here.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "01_copied_tensors.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach"))],
     "02_model_cache.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("safe_deepcopy"))],
-    "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_spawn)],
+    "03_dataloader_workers.ipynb": [(".graphleaf-dataloader-lab", solve_only_times_out)],
     "deep_dives/leaves_and_grad_fn.ipynb": [(".graphleaf-leaf-playground", solve_with_expression("(w @ x + b).detach()"))],
     "deep_dives/intermediate_tensor.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],
     "deep_dives/model_output.ipynb": [(".graphleaf-scenario-explorer", solve_with_fix("detach_clone"))],

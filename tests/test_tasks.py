@@ -1,5 +1,7 @@
 """The lessons' explorer tasks (graphleaf_edu.views.TASKS): each is solved by the fixes that really do
 what it asks, measured on real runs, and by nothing else; explorers take a task by its name."""
+import multiprocessing
+
 import pytest
 
 from graphleaf_edu import run_loader, views, widgets
@@ -52,6 +54,35 @@ def test_the_playground_says_why_detached_inputs_do_not_count():
     assert task.check(views.playground_view("(w @ x + b).detach()"))[0]
 
 
+def test_the_timeout_task_wants_a_worker_failure_that_only_times_out():
+    """Lesson 03's lab: a fork worker with batch_size=None sends its non-leaf rows unstacked; its queue's
+    feeder thread refuses them, so this process sees only the timeout. Every other run says why not."""
+    import torch
+    from torch import nn
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork start method here")
+    torch.manual_seed(0)
+    features = nn.Linear(4, 4)(torch.randn(8, 4))
+    task = views.TASKS["a failure that only times out"]
+    kwargs = {"deepcopy_in_getitem": False, "timeout": 5, "data": features}
+    silent = views.loader_view(start_method="fork", num_workers=1, detach_at_construction=False, batch_size=None,
+                               **kwargs)
+    assert task.check(silent)[0], silent.outcome.summary()
+    assert "Cowardly refusing to serialize non-leaf tensor" in silent.outcome.worker_stderr
+    for config, reason in [
+        ({"start_method": "fork", "num_workers": 1, "detach_at_construction": False}, "this error reached this process"),
+        ({"start_method": "spawn", "num_workers": 1, "detach_at_construction": False, "batch_size": None},
+         "this error reached this process"),
+        ({"start_method": "fork", "num_workers": 1, "detach_at_construction": True, "batch_size": None},
+         "the batches arrived"),
+        ({"start_method": "fork", "num_workers": 0, "detach_at_construction": False, "batch_size": None},
+         "with num_workers=0 no worker runs"),
+    ]:
+        solved, line = task.check(views.loader_view(**config, **kwargs))
+        assert not solved and reason in line, (config, line)
+
+
 def test_an_explorer_takes_a_task_and_a_scenario_by_name():
     explorer = widgets.scenario_explorer("model_cache", task="fix at the source")
     assert explorer.scenario.value is SCENARIOS["model_cache"]
@@ -64,7 +95,7 @@ def test_an_explorer_takes_a_task_and_a_scenario_by_name():
 
 
 def test_an_unknown_task_or_scenario_name_lists_the_names():
-    with pytest.raises(KeyError, match=r"no task named 'snapshot'; the tasks are \['a class you cannot edit', 'copy and keep training'"):
+    with pytest.raises(KeyError, match=r"no task named 'snapshot'; the tasks are \['a class you cannot edit', 'a failure that only times out', 'copy and keep training'"):
         widgets.dataloader_lab(task="snapshot")
     with pytest.raises(KeyError, match=r"no scenario 'cache'; the scenarios are \["):
         widgets.scenario_explorer("cache")

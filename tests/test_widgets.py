@@ -92,12 +92,14 @@ def lesson_03_features():
 
 
 def test_dataloader_lab_starts_as_lesson_03_does_and_fork_fails_in_stack():
-    """Lesson 03's dataset deep-copies nothing: the lab starts so, on the lesson's features, and its fork
-    run fails as 03's does."""
+    """Lesson 03's dataset deep-copies nothing: the lab starts so, on the lesson's features, without the
+    deepcopy checkbox or column, and its fork run fails as 03's does (an error that reaches this process)."""
     features = lesson_03_features()
-    lab = widgets.dataloader_lab(features, task="spawn workers")
+    lab = widgets.dataloader_lab(features, task="a failure that only times out", offer_deepcopy=False)
     assert lab.data is features
     assert (lab.deepcopy_in_getitem.value, lab.detach_at_construction.value) == (False, False)
+    shown = [w for box in lab.children if hasattr(box, "children") for w in box.children]
+    assert lab.detach_at_construction in shown and lab.deepcopy_in_getitem not in shown
     if "fork" not in lab.start_method.options:
         pytest.skip("no fork start method here")
     lab.start_method.value = "fork"
@@ -105,6 +107,8 @@ def test_dataloader_lab_starts_as_lesson_03_does_and_fork_fails_in_stack():
     outcome = lab.history[-1]
     assert not outcome.ok and "stack(): functions with out=" in outcome.cause_line
     assert "graphleaf-solved" not in lab.task_status.value
+    assert "this error reached this process" in lab.task_status.value
+    assert "detach at construction" in lab.table.value and "deepcopy in __getitem__" not in lab.table.value
 
 
 def test_dataloader_lab_loads_the_rows_it_is_given():

@@ -21,11 +21,11 @@ class LoaderView:
     outcome: LoaderOutcome
     history: tuple[LoaderOutcome, ...]
 
-    def table(self) -> str:
-        return outcome_table(list(self.history))
+    def table(self, *, deepcopy_column: bool = True) -> str:
+        return outcome_table(list(self.history), deepcopy_column=deepcopy_column)
 
-    def html_table(self) -> str:
-        return outcome_table(list(self.history), html=True)
+    def html_table(self, *, deepcopy_column: bool = True) -> str:
+        return outcome_table(list(self.history), html=True, deepcopy_column=deepcopy_column)
 
     def text(self) -> str:
         return say("latest: {summary}", summary=self.outcome.summary()) + f"\n\n{self.table()}"

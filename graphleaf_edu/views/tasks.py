@@ -152,6 +152,25 @@ def spawn_workers_deliver_deepcopied_rows(view: LoaderView) -> bool:
     return spawn_workers_deliver(view) and view.outcome.deepcopy_in_getitem
 
 
+def a_failure_that_only_times_out(view: LoaderView) -> bool:
+    """The latest run's workers failed, and this process saw no error from them: only the loader's timeout,
+    with the workers' own failure left in what they printed."""
+    run = view.outcome
+    return (run.num_workers > 0 and not run.ok and "DataLoader timed out" in str(run.error_line)
+            and bool(run.worker_stderr.strip()))
+
+
+def _reached_here(view: LoaderView) -> str | None:
+    """Why a DataLoader run that did not only time out is not the answer, in one line."""
+    run = view.outcome
+    if run.num_workers == 0:
+        return say("not this one: with num_workers=0 no worker runs: this process reads the rows itself and "
+                   "sends nothing")
+    if run.ok:
+        return say("not this one: the batches arrived")
+    return say("not this one: this error reached this process")
+
+
 def _works_but(view: ScenarioView, *, changes: bool = True, shares: bool = False, graph: bool | None = None,
                rebuilds: bool = False) -> str | None:
     """Why a fix whose copy works is not the answer, in one line: the first measured reason the task cares
@@ -211,6 +230,11 @@ TASKS: dict[str, Task] = {
                                            why_not=lambda view: _works_but(view, rebuilds=True)),
     "spawn workers": Task(N_("Make spawn (or forkserver) workers deliver their batches."), spawn_workers_deliver,
                           solved=N_("Solved: fresh worker processes received the dataset.")),
+    "a failure that only times out": Task(
+        N_("Find a setting in which a worker fails but no error reaches this process: the loader only waits, until "
+           "its timeout."), a_failure_that_only_times_out,
+        solved=N_("Solved: the worker failed while sending, and only timeout= ended the wait."),
+        why_not=_reached_here),
     "spawn workers, deepcopy in __getitem__": Task(
         N_("Make spawn workers deliver batches while __getitem__ still deep-copies."),
         spawn_workers_deliver_deepcopied_rows, solved=N_("Solved: spawn workers, rows deep-copied, batches delivered.")),
