@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 _WIDE = "min(100%, 44em)"
+# The playground's table: what lesson 00 explains (describe() also knows retains_grad, is_view, device, ...).
+PLAYGROUND_COLUMNS = ("is_leaf", "requires_grad", "grad_fn", "shape", "deepcopy_ok")
 Change = dict[str, Any]  # what ipywidgets passes an observer: "new", "old", "owner", ...
 
 
@@ -204,7 +206,8 @@ class LeafPlayground(_Explorer):
         style = "" if view.ok else " style='color: #B04000'"
         self.message.value = f"<div{style}>{_pre(view.message)}</div>"
         info = view.info
-        self.info.value = html_table(list(vars(info)), [[repr(v) for v in vars(info).values()]]) if info else ""
+        self.info.value = (html_table(list(PLAYGROUND_COLUMNS), [[repr(getattr(info, name)) for name in PLAYGROUND_COLUMNS]])
+                           if info else "")
         _show_picture(self.graph, view.picture)
         self._show_task(view)
 

@@ -57,6 +57,7 @@ def test_leaf_playground_shows_messages_escaped_and_takes_examples():
     playground.examples.value = "x.detach()"
     assert playground.expression.value == "x.detach()"
     assert ">is_leaf</th>" in playground.info.value and ">True</td>" in playground.info.value
+    assert ">deepcopy_ok</th>" in playground.info.value and "is_view" not in playground.info.value
 
 
 def test_dataloader_lab_says_running_before_it_runs_and_keeps_history(monkeypatch):
