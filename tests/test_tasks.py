@@ -108,9 +108,9 @@ WHY_NOT = [
     ("model_cache", "fix at the source", "clear_cache", "it changes the original model"),
     ("intermediate_tensor", "independent snapshot", "detach", "it shares y's memory"),
     ("model_cache", "copy without changing anything", "state_dict", "with the constructor's arguments"),
-    ("model_cache", "a class you cannot edit", "detach_at_source", "edits the class: model is a CachedDetached"),
-    ("model_cache", "a class you cannot edit", "custom_deepcopy", "edits the class: model is a CachedWithDeepcopy"),
-    ("model_cache", "a class you cannot edit", "getstate", "edits the class: model is a CachedWithGetstate"),
+    ("model_cache", "a class you cannot edit", "detach_at_source", "rebuilds model as another class: it is a CachedDetached, not the Cached you were given"),
+    ("model_cache", "a class you cannot edit", "custom_deepcopy", "rebuilds model as another class: it is a CachedWithDeepcopy, not the Cached you were given"),
+    ("model_cache", "a class you cannot edit", "getstate", "rebuilds model as another class: it is a CachedWithGetstate, not the Cached you were given"),
     ("model_cache", "a class you cannot edit", "state_dict", "copied.cache is None: the copy lost its values"),
     ("model_cache", "a class you cannot edit", "clear_cache", "it changes the original model"),
 ]

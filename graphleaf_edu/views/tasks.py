@@ -121,20 +121,22 @@ def copies_without_constructor_or_change(view: ScenarioView) -> bool:
 
 def copies_the_cache_class_unedited(view: ScenarioView) -> bool:
     """The copy works and holds the culprit's values; the original is unchanged and of the class the scenario
-    builds without a fix (the class was not edited)."""
+    builds without a fix (the model given was not rebuilt as another class, a subclass included)."""
     measured, copied = _measured(view.scenario, view.fix), _copied_culprit(view.scenario, view.fix)
     return (measured.works and measured.original_changed == "no" and copied.class_name == copied.unfixed_class_name
             and copied.copy_holds == "values")
 
 
 def _why_not_class_unedited(view: ScenarioView) -> str | None:
-    """The original changed, the class was edited, or the copy lost the culprit's values: the first that holds."""
+    """The original changed, the model was rebuilt as another class, or the copy lost the culprit's values: the
+    first that holds."""
     if (reason := _works_but(view)) is not None or not _measured(view.scenario, view.fix).works:
         return reason
     copied = _copied_culprit(view.scenario, view.fix)
     if copied.class_name != copied.unfixed_class_name:
-        return say("not this one: the copy works, but the fix edits the class: {target} is a {fixed}, not a {unfixed}",
-                   target=view.scenario.target, fixed=copied.class_name, unfixed=copied.unfixed_class_name)
+        return say("not this one: the copy works, but the fix rebuilds {target} as another class: it is a {fixed}, "
+                   "not the {unfixed} you were given", target=view.scenario.target, fixed=copied.class_name,
+                   unfixed=copied.unfixed_class_name)
     if copied.copy_holds != "values":
         return say("not this one: the copy works, but copied{path} is {value}: the copy lost its values",
                    path=view.scenario.culprit, value=copied.copy_holds)
@@ -218,11 +220,13 @@ TASKS: dict[str, Task] = {
                                  "copy works, without the copy changing the model."), fixed_at_the_source,
                               solved=N_("Solved: fixed where the tensor is stored."),
                               why_not=lambda view: _works_but(view, graph=False)),
-    "a class you cannot edit": Task(N_("Cached comes from a library, so you cannot edit its class. Copy the model so "
-                                       "that copied.cache holds the cache's values, leaving the original model "
-                                       "exactly as it was."), copies_the_cache_class_unedited,
-                                    solved=N_("Solved: the copy holds the cache's values; the class and the model "
-                                              "are as they were."),
+    "a class you cannot edit": Task(N_("Cached comes from a library, and you must work with the model you were "
+                                       "given, already built: you cannot edit its class or rebuild it as another "
+                                       "class. Copy the model so that copied.cache holds the cache's values, "
+                                       "leaving the original model exactly as it was."),
+                                    copies_the_cache_class_unedited,
+                                    solved=N_("Solved: the copy holds the cache's values; the model you were given "
+                                              "is as it was, class and all."),
                                     why_not=_why_not_class_unedited),
     "copy without changing anything": Task(N_("Copy the model without its constructor, leaving the original "
                                               "exactly as it was."), copies_without_constructor_or_change,
