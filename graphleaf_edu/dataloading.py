@@ -172,15 +172,26 @@ class LoaderOutcome:
         }
 
     def summary(self) -> str:
-        """The result in one line: the batches made, or the error (and its cause) with a gloss."""
+        """The result in one line: the batches made, or the error (and its cause, or after a timeout what the
+        workers printed, said to be only printed) with a gloss."""
         if self.ok:
             return say("ok: {batches} batches of shape {shape}, requires_grad={requires_grad}, is_leaf={is_leaf}",
                        batches=self.batches, shape=list(self.batch_shape or ()),
                        requires_grad=self.batch_requires_grad, is_leaf=self.batch_is_leaf)
         error = str(self.error_line)
-        if self.cause_line and self.cause_line != self.error_line:
+        if self.cause_printed:
+            error = say("{error}; printed by the worker, not raised here: {printed}", error=error,
+                        printed=self.cause_line)
+        elif self.cause_line and self.cause_line != self.error_line:
             error = f"{error} <- {self.cause_line}"
         return f"{error} {gloss(error)}".rstrip()
+
+    @property
+    def cause_printed(self) -> bool:
+        """The run timed out and ``cause_line`` is what a worker printed (``worker_stderr``): no error of the
+        worker's was raised in this process."""
+        return (bool(self.error_line) and "DataLoader timed out" in str(self.error_line)
+                and bool(self.cause_line) and self.cause_line != self.error_line)
 
 
 def run_loader(

@@ -65,6 +65,7 @@ def test_fork_deepcopy_in_getitem_fails_in_the_worker():
     assert outcome.error_line == WORKER_0
     assert outcome.cause_line.startswith(GRAPH_LEAVES)
     assert outcome.error_cause is None  # the worker's error is quoted in the message's text, not chained
+    assert not outcome.cause_printed and f"{WORKER_0} <- {GRAPH_LEAVES}" in outcome.summary()
 
 
 def test_error_cause_is_the_raised_errors_chained_cause():
@@ -114,6 +115,8 @@ def test_unbatched_nonleaf_rows_time_out_instead_of_hanging_and_nothing_is_print
     assert outcome.cause_line.startswith(COWARDLY)
     assert "Cowardly refusing" in outcome.worker_stderr
     assert outcome.error_cause is None  # this process sees only the timeout: the refusal is in worker_stderr
+    assert outcome.cause_printed and "<-" not in outcome.summary()
+    assert outcome.summary() == f"{outcome.error_line}; printed by the worker, not raised here: {outcome.cause_line}"
     assert outcome.elapsed_s >= 2.0
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == ""
@@ -130,7 +133,8 @@ def test_no_worker_output_reaches_a_notebook_cell():
     NotebookClient(notebook, kernel_name="graphleaf-cpu", timeout=120).execute()
     outputs = notebook.cells[0].outputs + notebook.cells[1].outputs
     assert [(o.output_type, o.get("name")) for o in outputs] == [("stream", "stdout")]
-    assert outputs[0].text.startswith("RuntimeError: DataLoader timed out after 2.0 seconds <- " + COWARDLY)
+    assert outputs[0].text.startswith("RuntimeError: DataLoader timed out after 2.0 seconds; printed by the worker, "
+                                      "not raised here: " + COWARDLY)
 
 
 def test_outcome_table_is_deterministic():

@@ -70,6 +70,8 @@ def test_the_timeout_task_wants_a_worker_failure_that_only_times_out():
                                **kwargs)
     assert task.check(silent)[0], silent.outcome.summary()
     assert "Cowardly refusing to serialize non-leaf tensor" in silent.outcome.worker_stderr
+    # The row says the refusal is what the worker printed: only the timeout was raised here.
+    assert "; printed by the worker, not raised here: RuntimeError: Cowardly refusing" in silent.outcome.summary()
     for config, reason in [
         ({"start_method": "fork", "num_workers": 1, "detach_at_construction": False}, "this error reached this process"),
         ({"start_method": "spawn", "num_workers": 1, "detach_at_construction": False, "batch_size": None},
