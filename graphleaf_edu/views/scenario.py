@@ -107,7 +107,7 @@ def _copy_summary(copied: Any) -> str:
         return say("copied: {description}", description=tensor_text(describe(copied)))
     found = find_nonleaf(copied)
     if not found:
-        return say("inside the copy: no tensor with a grad_fn, so the copy deep-copies again")
+        return say("inside the copy: no tensor with a grad_fn, so copy.deepcopy accepts the copy too")
     return say("inside the copy, still with a grad_fn: {paths}", paths=", ".join(f"copied{f.path}" for f in found))
 
 
