@@ -190,8 +190,7 @@ class LoaderOutcome:
     def cause_printed(self) -> bool:
         """The run timed out and ``cause_line`` is what a worker printed (``worker_stderr``): no error of the
         worker's was raised in this process."""
-        return (bool(self.error_line) and "DataLoader timed out" in str(self.error_line)
-                and bool(self.cause_line) and self.cause_line != self.error_line)
+        return _timed_out(self.error_line) and bool(self.cause_line) and self.cause_line != self.error_line
 
 
 def run_loader(
@@ -244,7 +243,7 @@ def run_loader(
         elapsed = time.perf_counter() - start
         worker_stderr = "".join(path.read_text() for path in sorted(Path(folder).glob("worker-*.txt")))
     error_type, error_first_line, cause, raised_cause = error or (None, None, None, "")
-    if error_first_line and "timed out" in error_first_line:
+    if _timed_out(error_first_line):
         cause = next(iter(error_lines_in(worker_stderr)), cause)
     first = batches[0] if batches else None
     return LoaderOutcome(
@@ -265,6 +264,11 @@ def run_loader(
         worker_stderr=worker_stderr,
         error_cause=raised_cause or None,
     )
+
+
+def _timed_out(error_line: str | None) -> bool:
+    """The DataLoader's own timeout error ("DataLoader timed out after N seconds")."""
+    return bool(error_line) and "DataLoader timed out" in str(error_line)
 
 
 def outcome_table(outcomes: list[LoaderOutcome], *, html: bool = False, deepcopy_column: bool = True) -> str:

@@ -51,6 +51,8 @@ def test_the_playground_says_why_detached_inputs_do_not_count():
     solved, reason = task.check(views.playground_view("w.detach() @ x.detach() + b.detach()"))
     assert not solved and "does not start from w @ x + b" in reason and "detaching the inputs" in reason
     assert task.check(views.playground_view("w @ x + b")) == (False, None)
+    solved, reason = task.check(views.playground_view("torch.ones(3)"))
+    assert not solved and "a new result" in reason and "detach" not in reason
     assert task.check(views.playground_view("(w @ x + b).detach()"))[0]
 
 

@@ -85,12 +85,15 @@ def copyable_affine(view: PlaygroundView) -> bool:
 
 
 def _copies_but_not_from_the_affine(view: PlaygroundView) -> str | None:
-    """Why a copyable result that does not start from ``w @ x + b`` (``w.detach() @ x.detach() + b.detach()``)
-    is not the answer: it computes a new result from detached inputs; the task wants ``w @ x + b``'s own."""
+    """Why a copyable result that does not start from ``w @ x + b`` is not the answer: it is a new result
+    (``w.detach() @ x.detach() + b.detach()`` computes one from detached inputs); the task wants ``w @ x + b``'s own."""
     if not (view.ok and view.info is not None and view.info.deepcopy_ok) or "w @ x + b" in view.expression:
         return None
-    return say("not this one: it copies, but it does not start from w @ x + b: detaching the inputs computes a "
-               "new result, not the output of w @ x + b made copyable")
+    if ".detach()" in view.expression:
+        return say("not this one: it copies, but it does not start from w @ x + b: detaching the inputs computes a "
+                   "new result, not the output of w @ x + b made copyable")
+    return say("not this one: it copies, but it does not start from w @ x + b: it is a new result, not the output "
+               "of w @ x + b made copyable")
 
 
 def independent_snapshot(view: ScenarioView) -> bool:
