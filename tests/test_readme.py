@@ -78,8 +78,8 @@ def test_the_readmes_core_table_is_the_core_of_the_course_list_with_its_minutes(
     text = README.read_text()
     core = [entry for entry in course_stats.course(ROOT / "notebooks") if entry.group == "core"]
     assert LESSON_ROW.findall(text) == [Path(entry.path).stem for entry in core]
-    assert f"The **core** ({course_stats.whole_minutes(core)} minutes by the course's estimate" in text, \
-        "write the core's minutes as 00's map shows them (python tools/course_stats.py)"
+    minutes = f"{course_stats.whole_minutes(core)} minutes by the course's estimate, {course_stats.shown_measured(core)} as a reader"
+    assert f"The **core** ({minutes}" in text, "write the core's minutes as 00's map shows them (python tools/course_stats.py)"
     assert "`quick_fix`" in text
 
 

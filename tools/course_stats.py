@@ -140,9 +140,9 @@ class MapWords:
 
 
 MAP_WORDS = {
-    "en": MapWords("| the core, in order | minutes |", "**all {count}**", "**Deep dives**, optional, after ",
+    "en": MapWords("| the core, in order | minutes (estimate) | minutes (a reader took) |", "**all {count}**", "**Deep dives**, optional, after ",
                    "**Exercises**, after ", "{}: ", "{}: ", ", ", "; ", "."),
-    ZH: MapWords("| 核心课程（按顺序） | 分钟 |", "**共 {count} 课**", "**深入专题**（选读）：", "**练习**：",
+    ZH: MapWords("| 核心课程（按顺序） | 分钟（估计） | 分钟（一位读者实测） |", "**共 {count} 课**", "**深入专题**（选读）：", "**练习**：",
                  "学完 {}，可读", "学完 {}，做", "、", "；", "。"),
 }
 
@@ -151,6 +151,12 @@ def whole_minutes(entries: list[Entry]) -> int:
     """The minutes of ``entries`` as a map shows them: each notebook's whole minutes, added up, so that
     a total is the sum of the rows above it (rounding the sum instead can differ by a minute or more)."""
     return sum(round(entry.minutes) for entry in entries)
+
+
+def shown_measured(entries: list[Entry]) -> str:
+    """What a map shows of the minutes a reader took for ``entries``: their sum, or "–" until each is measured."""
+    measured = [entry.measured for entry in entries]
+    return str(round(sum(measured))) if all(measured) else "–"
 
 
 def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
@@ -170,8 +176,9 @@ def course_map(entries: list[Entry], twins: set[str] | None = None) -> str:
         return path[:2] if path[:2].isdigit() else link(next(e for e in entries if e.path == path))
 
     core = [e for e in entries if e.group == "core"]
-    lines = [words.core, "| --- | --- |", *(f"| {link(e)} | {round(e.minutes)} |" for e in core),
-             f"| {words.total.format(count=len(core))} | **{whole_minutes(core)}** |", ""]
+    lines = [words.core, "| --- | --- | --- |",
+             *(f"| {link(e)} | {round(e.minutes)} | {shown_measured([e])} |" for e in core),
+             f"| {words.total.format(count=len(core))} | **{whole_minutes(core)}** | **{shown_measured(core)}** |", ""]
     for group, heading, after_words in (("deep dive", words.deep_dives, words.read_after),
                                         ("exercise", words.exercises, words.do_after)):
         parts = [after_words.format(label(after)) + words.comma.join(map(link, members))

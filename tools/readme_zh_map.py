@@ -42,8 +42,9 @@ def notebook_map(entries: list[course_stats.Entry], twins: set[str]) -> str:
         if not members:
             continue
         translated = sum(entry.path in twins for entry in members)
-        parts += [(f"**{heading}**{'' if heading.endswith('？') else '：'}{len(members)} 个笔记本，约 {course_stats.whole_minutes(members)} 分钟，"
-                   f"{translated} 个已有中文版"), "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
+        measured = f"（一位读者实测 {course_stats.shown_measured(members)} 分钟）" if group == "core" else ""
+        parts += [(f"**{heading}**{'' if heading.endswith('？') else '：'}{len(members)} 个笔记本，约 {course_stats.whole_minutes(members)} 分钟"
+                   f"{measured}，{translated} 个已有中文版"), "", "| 笔记本 | 讲什么 | 分钟 |", "| --- | --- | --- |",
                   *(row(entry, twins) for entry in members), ""]
     return "\n".join(parts).rstrip("\n")
 
